@@ -1,0 +1,156 @@
+"""Command line -> frozen configuration for the agent's subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+from dataclasses import dataclass
+
+from agent.output import FORMATS
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+
+
+def parse_duration(text: str) -> float:
+    """'300', '30s', '5m', '1h', '250ms' -> seconds."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 30s, 5m, 1h)")
+    value = float(match.group(1))
+    unit = match.group(2) or "s"
+    seconds = value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError("duration must be positive")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    node_name: str
+    host_root: str = "/"
+    nvml: str = "auto"
+    resync_seconds: float = 300.0
+    debounce_seconds: float = 2.0
+    metrics_port: int = 9400
+    kubeconfig: str | None = None
+    nccl_topo: str | None = None
+    cufile_env_path: str | None = None
+    hca_exclude: tuple[str, ...] = ()
+    udev: bool = True
+
+
+def default_node_name() -> str:
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpufabric-agent",
+        description="Discover this node's GPU fabric (NVLink, PCIe/NUMA, RDMA, GPUDirect Storage) "
+        "and publish it as a GpuNodeStatus.",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def host_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--host-root",
+            default="/",
+            metavar="DIR",
+            help="where the host's /sys, /proc and /etc are mounted (default: /)",
+        )
+        p.add_argument(
+            "--nvml",
+            choices=["auto", "none"],
+            default="auto",
+            help="auto: use NVML if the driver is there; none: PCI only",
+        )
+        p.add_argument(
+            "--nccl-topo",
+            metavar="FILE",
+            help="vendor NCCL topology XML (host path) for VMs whose PCI tree is virtual",
+        )
+        p.add_argument(
+            "--cufile-env-path",
+            metavar="FILE",
+            default=os.environ.get("CUFILE_ENV_PATH_JSON"),
+            help="cufile.json the workloads use, searched before the default paths",
+        )
+        p.add_argument(
+            "--hca-exclude",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="HCA names not to offer for GPUDirect RDMA, e.g. a front-end NIC (repeatable)",
+        )
+        p.add_argument(
+            "--node-name",
+            default=default_node_name(),
+            help="node name (default: $NODE_NAME or the hostname)",
+        )
+
+    probe = sub.add_parser(
+        "probe",
+        help="probe once and print the status",
+        description="Probe this node (or a gathered snapshot) once and print it.",
+    )
+    host_options(probe)
+    probe.add_argument(
+        "--from",
+        dest="snapshot",
+        metavar="SNAPSHOT",
+        help="a `gather` archive to probe instead of this host",
+    )
+    probe.add_argument(
+        "-o",
+        "--output",
+        choices=FORMATS,
+        default="yaml",
+        help="yaml|json: the GpuNodeStatus; table: topology matrix; labels: node labels",
+    )
+
+    gather = sub.add_parser(
+        "gather",
+        help="capture what the probes read into an archive",
+        description="Capture exactly the host files the probes read, plus an "
+        "NVML snapshot, so `probe --from FILE` reproduces this node anywhere.",
+    )
+    host_options(gather)
+    gather.add_argument("-o", "--output", required=True, metavar="FILE.tar.gz")
+    gather.add_argument("--note", default="", help="free text stored as the archive's provenance")
+
+    run = sub.add_parser(
+        "run",
+        help="the node daemon: probe, watch, publish",
+        description="Probe at start, on udev events and every --resync; "
+        "server-side apply the GpuNodeStatus when it changed.",
+    )
+    host_options(run)
+    run.add_argument(
+        "--resync",
+        type=parse_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="full re-probe period (default 5m)",
+    )
+    run.add_argument(
+        "--debounce",
+        type=parse_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="quiet time after udev events before re-probing (default 2s)",
+    )
+    run.add_argument("--metrics-port", type=int, default=9400, help="/metrics and /healthz port")
+    run.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        metavar="FILE",
+        help="kubeconfig file (default: in-cluster config, then $KUBECONFIG)",
+    )
+    run.add_argument("--no-udev", action="store_true", help="do not watch udev events")
+    return parser

@@ -1,0 +1,78 @@
+"""Run every probe on one host and assemble the status; a failing probe never stops the rest."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from agent import assemble as asm
+from agent.host import HostReader
+from agent.nvml import NvmlBackend, NvmlInventory, NvmlUnavailable
+from agent.probes import gds, nccl_topo, pci, rdma
+from common.model import NetworkPosition
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeConfig:
+    nccl_topo: str | None = None  # host path of a vendor NCCL topology file
+    cufile_env_path: str | None = None  # CUFILE_ENV_PATH_JSON as the node's workloads see it
+    hca_exclude: tuple[str, ...] = ()
+    network: NetworkPosition = field(default_factory=NetworkPosition)
+
+
+def _guard(name: str, fn: Callable[[], T]) -> asm.Outcome[T]:
+    try:
+        return asm.Outcome(fn())
+    except Exception as err:  # one probe's bug must not hide the others' results
+        log.exception("probe failed", extra={"probe": name})
+        return asm.Outcome(None, "ProbeFailed", f"{name} probe failed: {type(err).__name__}: {err}")
+
+
+def _nvml(backend: NvmlBackend) -> asm.Outcome[NvmlInventory]:
+    try:
+        return asm.Outcome(backend.inventory())
+    except NvmlUnavailable as err:
+        return asm.Outcome(None, err.reason, err.message)
+    except Exception as err:  # a driver bug is a condition, not a crash
+        log.exception("nvml backend failed")
+        return asm.Outcome(None, "ProbeFailed", f"NVML backend failed: {type(err).__name__}: {err}")
+
+
+def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> asm.ProbeResults:
+    topo: asm.Outcome[nccl_topo.NcclTopo] = asm.Outcome(None, "NotConfigured")
+    if config.nccl_topo:
+        try:
+            topo = asm.Outcome(nccl_topo.load(reader, config.nccl_topo))
+        except nccl_topo.NcclTopoError as err:
+            topo = asm.Outcome(None, "TopologyFileInvalid", str(err))
+    wanted = set(topo.value.devices) if topo.value else None
+    return asm.ProbeResults(
+        pci=_guard("pcie", lambda: pci.probe(reader, wanted)),
+        nvml=_nvml(nvml),
+        rdma=_guard("rdma", lambda: rdma.probe(reader)),
+        gds=_guard("gds", lambda: gds.probe(reader, config.cufile_env_path)),
+        topo=topo,
+        network=config.network,
+    )
+
+
+def probe_node(
+    reader: HostReader,
+    nvml: NvmlBackend,
+    config: ProbeConfig,
+    options: asm.Options | None = None,
+) -> asm.Assembled:
+    started = time.perf_counter()
+    results = run_probes(reader, nvml, config)
+    out = asm.assemble(
+        results,
+        options or asm.Options(hca_exclude=config.hca_exclude),
+    )
+    log.debug("probed", extra={"seconds": round(time.perf_counter() - started, 4)})
+    return out

@@ -1,0 +1,137 @@
+"""PCIe functions and their place in the tree, from /sys/bus/pci/devices (kernel pci-sysfs ABI)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, replace
+
+from agent.host import HostReader, parse_int
+from agent.topology import Locality
+
+log = logging.getLogger(__name__)
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+_BDF = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_ROOT = re.compile(r"^pci[0-9a-f]{4,}:[0-9a-f]{2}$")
+
+VENDOR_NVIDIA = 0x10DE
+VENDOR_MELLANOX = 0x15B3
+CLASS_BRIDGE_PCI = 0x0604
+CLASS_BRIDGE_OTHER = 0x0680  # NVSwitch presents as "Bridge" (0x068000)
+CLASS_NVME = 0x0108
+
+
+@dataclass(frozen=True, slots=True)
+class PciFunction:
+    bus_id: str
+    vendor: int
+    device: int
+    class_code: int  # 24-bit: base << 16 | sub << 8 | prog-if
+    locality: Locality
+    link_speed: str = ""
+    link_width: int = 0
+    max_link_speed: str = ""
+    max_link_width: int = 0
+
+    @property
+    def base_sub(self) -> int:
+        return self.class_code >> 8
+
+    @property
+    def is_nvidia_gpu(self) -> bool:
+        return self.vendor == VENDOR_NVIDIA and (self.class_code >> 16) == 0x03
+
+    @property
+    def is_nvswitch(self) -> bool:
+        return self.vendor == VENDOR_NVIDIA and self.base_sub == CLASS_BRIDGE_OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class PciTree:
+    functions: dict[str, PciFunction]
+    problems: tuple[str, ...] = ()
+
+    def gpus(self) -> list[PciFunction]:
+        return [f for bdf, f in sorted(self.functions.items()) if f.is_nvidia_gpu]
+
+    def get(self, bus_id: str) -> PciFunction | None:
+        return self.functions.get(bus_id)
+
+
+def _speed(text: str | None) -> str:
+    # Kernels <= 5.6 print "8 GT/s"; newer ones "8.0 GT/s PCIe". Keep the GT/s figure only.
+    if not text or text.startswith("Unknown"):
+        return ""
+    number = text.split()[0]
+    try:
+        return f"{float(number):.1f} GT/s"
+    except ValueError:
+        return ""
+
+
+def locality_of(reader: HostReader, bus_id: str) -> Locality | None:
+    """Root complex and switch chain of a PCI function, from its canonical sysfs path."""
+    canonical = reader.resolve(f"{PCI_DEVICES}/{bus_id}")
+    if canonical is None:
+        return None
+    parts = canonical.strip("/").split("/")
+    roots = [i for i, p in enumerate(parts) if _ROOT.match(p)]
+    if not roots:
+        return None
+    start = roots[-1]
+    chain = [p for p in parts[start + 1 :] if _BDF.match(p)]
+    if not chain or chain[-1] != bus_id:
+        return None
+    bridges = chain[:-1]
+    # The first bridge is the root port; then each switch shows as upstream port + downstream port.
+    switches = tuple(bridges[1::2]) if bridges else ()
+    return Locality(root=parts[start], switches=switches, parent=bridges[-1] if bridges else "")
+
+
+def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
+    """Every PCI function that matters to us (GPUs, NVSwitches, NICs, NVMe), or `wanted` bus ids."""
+    functions: dict[str, PciFunction] = {}
+    problems: list[str] = []
+    for bdf in reader.listdir(PCI_DEVICES):
+        if not _BDF.match(bdf):
+            problems.append(f"ignored odd PCI entry {bdf!r}")
+            continue
+        base = f"{PCI_DEVICES}/{bdf}"
+        vendor = parse_int(reader.read(f"{base}/vendor"), 16)
+        klass = parse_int(reader.read(f"{base}/class"), 16)
+        if vendor is None or klass is None:
+            problems.append(f"{bdf}: unreadable vendor or class")
+            continue
+        interesting = (
+            (vendor == VENDOR_NVIDIA and (klass >> 16) in (0x03, 0x06))
+            or (klass >> 16) == 0x02
+            or (klass >> 8) == CLASS_NVME
+            or (wanted is not None and bdf in wanted)
+        )
+        if not interesting:
+            continue
+        place = locality_of(reader, bdf)
+        if place is None:
+            problems.append(f"{bdf}: cannot place in the PCI tree")
+            place = Locality(root="")
+        numa = parse_int(reader.read(f"{base}/numa_node"))
+        place = replace(
+            place,
+            numa_node=numa if numa is not None and numa >= 0 else -1,
+            local_cpus=reader.read(f"{base}/local_cpulist") or "",
+        )
+        functions[bdf] = PciFunction(
+            bus_id=bdf,
+            vendor=vendor,
+            device=parse_int(reader.read(f"{base}/device"), 16) or 0,
+            class_code=klass,
+            locality=place,
+            link_speed=_speed(reader.read(f"{base}/current_link_speed")),
+            link_width=parse_int(reader.read(f"{base}/current_link_width")) or 0,
+            max_link_speed=_speed(reader.read(f"{base}/max_link_speed")),
+            max_link_width=parse_int(reader.read(f"{base}/max_link_width")) or 0,
+        )
+    for text in problems:
+        log.warning("pci probe problem", extra={"problem": text})
+    return PciTree(functions=functions, problems=tuple(problems))

@@ -1,0 +1,135 @@
+"""RDMA devices from /sys/class/infiniband and GPUDirect RDMA kernel support.
+
+Formats (kernel drivers/infiniband/core/sysfs.c): state "4: ACTIVE", phys_state "5: LinkUp",
+rate "400 Gb/sec (4X NDR)", link_layer "InfiniBand" | "Ethernet". hca_type and board_id are mlx5's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.host import HostReader
+
+IB_CLASS = "/sys/class/infiniband"
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+_KERNEL = re.compile(r"^(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class RawPort:
+    port: int
+    state: str
+    phys_state: str
+    rate_gbps: float
+    link_layer: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawHca:
+    name: str
+    pci_bus_id: str
+    model: str
+    board_id: str
+    fw_version: str
+    node_guid: str
+    netdevs: tuple[str, ...]
+    ports: tuple[RawPort, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RdmaProbe:
+    hcas: tuple[RawHca, ...]
+    peermem: bool
+    dmabuf: bool
+    problems: tuple[str, ...] = ()
+
+
+def _word(text: str | None) -> str:
+    """'4: ACTIVE' -> 'ACTIVE'; garbage or missing -> 'UNKNOWN'."""
+    if not text:
+        return "UNKNOWN"
+    _, sep, word = text.partition(":")
+    word = word.strip() if sep else text.strip()
+    return word or "UNKNOWN"
+
+
+def parse_rate(text: str | None) -> float | None:
+    if not text:
+        return None
+    match = _RATE.match(text)
+    return float(match.group(1)) if match else None
+
+
+def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> RawPort | None:
+    try:
+        number = int(name)
+    except ValueError:
+        problems.append(f"{base}: ignored port entry {name!r}")
+        return None
+    pbase = f"{base}/{number}"
+    rate = parse_rate(reader.read(f"{pbase}/rate"))
+    if rate is None:
+        problems.append(f"{pbase}/rate: missing or unparsable")
+    return RawPort(
+        port=number,
+        state=_word(reader.read(f"{pbase}/state")),
+        phys_state=_word(reader.read(f"{pbase}/phys_state")),
+        rate_gbps=rate or 0.0,
+        link_layer=reader.read(f"{pbase}/link_layer") or "Unknown",
+    )
+
+
+def _dmabuf_possible(reader: HostReader) -> bool:
+    # dma-buf GPUDirect RDMA needs the open NVIDIA kernel module and kernel >= 5.12 (the
+    # ib_umem_dmabuf API); NCCL's definitive check needs libibverbs and CUDA, unavailable here.
+    version = reader.read("/proc/driver/nvidia/version") or ""
+    release = reader.read("/proc/sys/kernel/osrelease") or ""
+    match = _KERNEL.match(release)
+    if match is None or "Open Kernel Module" not in version:
+        return False
+    return (int(match.group(1)), int(match.group(2))) >= (5, 12)
+
+
+def probe(reader: HostReader) -> RdmaProbe:
+    problems: list[str] = []
+    hcas: list[RawHca] = []
+    for name in reader.listdir(IB_CLASS):
+        base = f"{IB_CLASS}/{name}"
+        bus_id = reader.basename_of_link(f"{base}/device") or ""
+        if not bus_id or ":" not in bus_id:
+            problems.append(f"{name}: no PCI device link")
+            bus_id = ""
+        ports = [
+            port
+            for entry in reader.listdir(f"{base}/ports")
+            if (port := _port(reader, f"{base}/ports", entry, problems)) is not None
+        ]
+        if not ports:
+            problems.append(f"{name}: no ports")
+        hcas.append(
+            RawHca(
+                name=name,
+                pci_bus_id=bus_id,
+                model=reader.read(f"{base}/hca_type") or "",
+                board_id=reader.read(f"{base}/board_id") or "",
+                fw_version=reader.read(f"{base}/fw_ver") or "",
+                node_guid=reader.read(f"{base}/node_guid") or "",
+                netdevs=tuple(reader.listdir(f"{base}/device/net")),
+                ports=tuple(sorted(ports, key=lambda p: p.port)),
+            )
+        )
+    peermem = any(
+        reader.exists(p)
+        for p in (
+            "/sys/module/nvidia_peermem",
+            "/sys/kernel/mm/memory_peers/nv_mem/version",
+            "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+        )
+    )
+    return RdmaProbe(
+        hcas=tuple(hcas),
+        peermem=peermem,
+        dmabuf=bool(hcas) and _dmabuf_possible(reader),
+        problems=tuple(problems),
+    )

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Generate the CRDs in daemonset/base/crds/ from common.model (GpuNodeStatus) and the claim spec.
+
+The GpuNodeStatus schema is derived from the dataclasses so the two cannot drift; a test checks the
+committed files equal this output. Run: python hack/gen_crds.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from common import api  # noqa: E402
+from common.model import (  # noqa: E402
+    Condition,
+    Gpu,
+    Hca,
+    HcaPort,
+    NearHca,
+    NodeStatus,
+    NvLinkIsland,
+    NvLinkPeer,
+    NvmePeer,
+)
+from common.wire import wire_name  # noqa: E402
+
+# Keyed lists, so server-side apply merges entries instead of replacing the whole list.
+LIST_KEYS: dict[type, str] = {
+    Gpu: "index",
+    Hca: "name",
+    HcaPort: "port",
+    Condition: "type",
+    NvLinkIsland: "id",
+    NvmePeer: "name",
+    NvLinkPeer: "pciBusId",
+    NearHca: "name",
+}
+
+
+def schema_for(tp: Any) -> dict[str, Any]:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return schema_for(args[0])
+    if origin is Literal:
+        values = list(get_args(tp))
+        return {"type": "string", "enum": values}
+    if origin is tuple:
+        args = get_args(tp)
+        item = args[0]
+        out: dict[str, Any] = {"type": "array", "items": schema_for(item)}
+        if dataclasses.is_dataclass(item) and item in LIST_KEYS:
+            out["x-kubernetes-list-type"] = "map"
+            out["x-kubernetes-list-map-keys"] = [LIST_KEYS[item]]  # type: ignore[index]
+        else:
+            out["x-kubernetes-list-type"] = "atomic"
+        if len(args) != 2 or args[1] is not Ellipsis:  # fixed-size tuple of scalars
+            out["items"] = schema_for(args[0])
+        return out
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        props = {}
+        required = []
+        for f in dataclasses.fields(tp):
+            props[wire_name(f)] = schema_for(hints[f.name])
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                required.append(wire_name(f))
+        out = {"type": "object", "properties": props}
+        if tp in LIST_KEYS and LIST_KEYS[tp] not in required:  # type: ignore[index]
+            required.append(LIST_KEYS[tp])  # type: ignore[index]
+        if required:
+            out["required"] = required
+        return out
+    return {
+        int: {"type": "integer"},
+        str: {"type": "string"},
+        bool: {"type": "boolean"},
+        float: {"type": "number"},
+    }[tp]
+
+
+def node_status_crd() -> dict[str, Any]:
+    status = schema_for(NodeStatus)
+    status["description"] = "What the gpufabric agent saw on this node. Written by the agent only."
+    return crd(
+        api.NODE_STATUS_KIND,
+        api.NODE_STATUS_PLURAL,
+        "Cluster",
+        ["gns"],
+        {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {
+                    "type": "object",
+                    "description": "Unused; the object exists for its status.",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
+                "status": status,
+            },
+        },
+        printer=[
+            {"name": "GPUs", "type": "integer", "jsonPath": ".status.summary.gpuCount"},
+            {"name": "NVLink", "type": "integer", "jsonPath": ".status.summary.nvlinkIslandSize"},
+            {"name": "RDMA ports", "type": "integer", "jsonPath": ".status.summary.rdmaPorts"},
+            {"name": "cuFile", "type": "string", "jsonPath": ".status.summary.cufile"},
+            {"name": "Health", "type": "string", "jsonPath": ".status.summary.fabricHealth"},
+        ],
+        status_subresource=True,
+    )
+
+
+def claim_crd() -> dict[str, Any]:
+    spec = {
+        "type": "object",
+        "properties": {
+            "topology": {
+                "type": "object",
+                "properties": {
+                    "mode": {
+                        "type": "string",
+                        "enum": ["any", "same-socket", "nvlink"],
+                        "default": "any",
+                    },
+                    "minBandwidthGBps": {"type": "integer", "minimum": 0},
+                },
+            },
+            "network": {
+                "type": "object",
+                "properties": {
+                    "rdmaRequired": {"type": "boolean"},
+                    "rdma": {"type": "string", "enum": ["required", "preferred"]},
+                    "minPorts": {"type": "integer", "minimum": 1},
+                    "preferredHcas": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"type": "string", "maxLength": 64},
+                    },
+                },
+            },
+            "storage": {
+                "type": "object",
+                "properties": {"cuFile": {"type": "string", "enum": ["Required", "Preferred"]}},
+            },
+        },
+    }
+    return crd(
+        api.CLAIM_KIND,
+        api.CLAIM_PLURAL,
+        "Namespaced",
+        ["gclaim"],
+        {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": spec,
+            },
+        },
+        printer=[
+            {"name": "Topology", "type": "string", "jsonPath": ".spec.topology.mode"},
+            {"name": "RDMA", "type": "boolean", "jsonPath": ".spec.network.rdmaRequired"},
+            {"name": "cuFile", "type": "string", "jsonPath": ".spec.storage.cuFile"},
+        ],
+        status_subresource=False,
+    )
+
+
+def crd(
+    kind: str,
+    plural: str,
+    scope: str,
+    short: list[str],
+    schema: dict[str, Any],
+    printer: list[dict[str, str]],
+    status_subresource: bool,
+) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": api.VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": schema},
+        "additionalPrinterColumns": printer,
+    }
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{api.GROUP}"},
+        "spec": {
+            "group": api.GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short,
+            },
+            "scope": scope,
+            "versions": [version],
+        },
+    }
+
+
+def render() -> dict[str, str]:
+    header = "# Generated by hack/gen_crds.py from common/model.py; do not edit by hand.\n"
+    return {
+        f"{api.NODE_STATUS_PLURAL}.yaml": header
+        + yaml.safe_dump(node_status_crd(), sort_keys=False),
+        f"{api.CLAIM_PLURAL}.yaml": header + yaml.safe_dump(claim_crd(), sort_keys=False),
+    }
+
+
+def main() -> int:
+    out = ROOT / "daemonset" / "base" / "crds"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in render().items():
+        (out / name).write_text(text)
+        print(f"wrote {out / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

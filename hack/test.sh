@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The project's whole check: lint, format, types, tests. Creates .venv with the dev extras first
+# if it is missing, so it works on a fresh clone. Exit code: the first failing tool's, or pytest's
+# (5 = no tests collected).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv && .venv/bin/python -m pip install --quiet -e '.[dev]' || exit 1
+fi
+PY=.venv/bin/python
+$PY -m ruff check . || exit 1
+$PY -m ruff format --check . >/dev/null || { echo "ruff format --check failed: run '.venv/bin/ruff format .'" >&2; exit 1; }
+$PY -m mypy || exit 1
+$PY -m pytest "$@"
