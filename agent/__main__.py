@@ -54,20 +54,24 @@ def probe_config(
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    if args.snapshot:
-        snap = gather.open_snapshot(Path(args.snapshot))
-        reader = HostReader(snap.root)
-        backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
-        config = probe_config(args, snap.options)
-        node = str(snap.meta.get("node") or args.node_name)
-    else:
-        reader = HostReader(args.host_root)
-        backend = nvml_backend(args.nvml)
-        config = probe_config(args)
-        node = args.node_name
-    started = time.perf_counter()
-    result = probe_node(reader, backend, config)
-    log.debug("probe done", extra={"ms": round((time.perf_counter() - started) * 1000, 2)})
+    snap = gather.open_snapshot(Path(args.snapshot)) if args.snapshot else None
+    try:
+        if snap is not None:
+            reader = HostReader(snap.root)
+            backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
+            config = probe_config(args, snap.options)
+            node = str(snap.meta.get("node") or args.node_name)
+        else:
+            reader = HostReader(args.host_root)
+            backend = nvml_backend(args.nvml)
+            config = probe_config(args)
+            node = args.node_name
+        started = time.perf_counter()
+        result = probe_node(reader, backend, config)
+        log.debug("probe done", extra={"ms": round((time.perf_counter() - started) * 1000, 2)})
+    finally:
+        if snap is not None:
+            snap.close()
     sys.stdout.write(render_as(args.output, node, result))
     return 0
 

@@ -40,6 +40,10 @@ class Snapshot:
     def options(self) -> dict[str, Any]:
         return dict(self.meta.get("options") or {})
 
+    def close(self) -> None:
+        if self.holder is not None:
+            self.holder.cleanup()
+
 
 def _info(name: str, kind: bytes, size: int = 0, link: str = "") -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
@@ -69,7 +73,7 @@ def write(path: Path, recording: Recording, meta: dict[str, Any]) -> int:
             kind, target, content = entries[name]
             member = "host" + name if name != "/" else "host"
             tar.addfile(_info(member, kind, len(content), target), io.BytesIO(content))
-    with path.open("wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
+    with path.open("wb") as fh, gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as gz:
         gz.write(raw.getvalue())
     return len(entries)
 
@@ -85,9 +89,15 @@ def open_snapshot(path: Path, into: Path | None = None) -> Snapshot:
                 raise GatherError(f"{path}: no {META}; not a gpufabric gather archive")
             meta = json.loads(member.read())
             tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, json.JSONDecodeError, KeyError) as err:
+    except (tarfile.TarError, OSError, json.JSONDecodeError, KeyError, GatherError) as err:
+        if holder is not None:
+            holder.cleanup()
+        if isinstance(err, GatherError):
+            raise
         raise GatherError(f"{path}: cannot read gather archive: {err}") from err
     if meta.get("format") != FORMAT:
+        if holder is not None:
+            holder.cleanup()
         raise GatherError(f"{path}: unsupported gather format {meta.get('format')!r}")
     (dest / "host").mkdir(exist_ok=True)
     return Snapshot(root=dest / "host", meta=meta, holder=holder)

@@ -1,0 +1,1 @@
+"""Certificate bootstrap for the webhook (cryptography)."""

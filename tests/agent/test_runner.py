@@ -1,0 +1,149 @@
+"""The daemon loop: no writes in steady state, one write per change, no update lost in an outage."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from agent.assemble import Assembled, Options
+from agent.gather import open_snapshot
+from agent.host import HostReader
+from agent.nvml import SnapshotNvml
+from agent.probe import ProbeConfig, probe_node
+from agent.publish import RecordingPublisher
+from agent.runner import Agent, Backoff
+from agent.udev import QueueSource
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    snap = open_snapshot(FIXTURES / "hgx-h100.tar.gz", tmp_path)
+    return snap.root, snap.nvml
+
+
+def make_agent(root: Path, nvml: dict[str, object], publisher: RecordingPublisher) -> Agent:
+    reader = HostReader(root)
+
+    def prober(opts: Options) -> Assembled:
+        return probe_node(reader, SnapshotNvml(nvml), ProbeConfig(), opts)  # type: ignore[arg-type]
+
+    ticks = iter(f"2026-01-01T00:{m // 60:02d}:{m % 60:02d}Z" for m in range(100_000))
+    return Agent("node-a", prober, publisher, clock=lambda: next(ticks), rng=random.Random(1))
+
+
+def take_port_down(root: Path, hca: str) -> None:
+    port = root / "sys/class/infiniband" / hca / "ports/1"
+    (port / "state").write_text("1: DOWN\n")
+    (port / "phys_state").write_text("2: Polling\n")
+
+
+def test_unchanged_node_writes_once_then_never(host: tuple[Path, dict[str, object]]) -> None:
+    publisher = RecordingPublisher()
+    agent = make_agent(*host, publisher)
+    for _ in range(200):
+        assert agent.cycle("resync")
+    assert len(publisher.applied) == 1
+
+
+def test_port_going_down_is_one_write_with_a_new_transition_time(
+    host: tuple[Path, dict[str, object]],
+) -> None:
+    publisher = RecordingPublisher()
+    agent = make_agent(*host, publisher)
+    agent.cycle("start")
+    take_port_down(host[0], "mlx5_4")
+    for _ in range(5):
+        agent.cycle("udev")
+    assert len(publisher.applied) == 2
+    after = publisher.applied[-1][1]
+    assert after["summary"]["fabricHealth"] == "degraded"
+    conds = {c["type"]: c for c in after["conditions"]}
+    before = {c["type"]: c for c in publisher.applied[0][1]["conditions"]}
+    assert (
+        conds["FabricHealthy"]["lastTransitionTime"]
+        != before["FabricHealthy"]["lastTransitionTime"]
+    )
+    assert (
+        conds["NvmlAvailable"]["lastTransitionTime"]
+        == before["NvmlAvailable"]["lastTransitionTime"]
+    )
+
+
+def test_restart_adopts_the_servers_copy_and_writes_nothing(
+    host: tuple[Path, dict[str, object]],
+) -> None:
+    publisher = RecordingPublisher()
+    make_agent(*host, publisher).cycle("start")
+    again = make_agent(*host, publisher)
+    again.adopt_existing()
+    again.cycle("start")
+    assert len(publisher.applied) == 1
+
+
+def test_outage_loses_no_update(host: tuple[Path, dict[str, object]]) -> None:
+    publisher = RecordingPublisher()
+    agent = make_agent(*host, publisher)
+    publisher.fail_next = 3
+    assert not agent.cycle("start")
+    take_port_down(host[0], "mlx5_0")
+    assert not agent.cycle("retry")
+    assert not agent.cycle("retry")
+    assert agent.failures == 3
+    assert agent.cycle("retry")
+    assert len(publisher.applied) == 1
+    assert "mlx5_0" not in publisher.applied[0][1]["summary"]["usableHcas"]
+
+
+def test_backoff_grows_with_jitter_and_is_capped() -> None:
+    b, rng = Backoff(base=1, cap=60), random.Random(0)
+    delays = [b.delay(n, rng) for n in range(1, 12)]
+    assert 0.5 <= delays[0] <= 1.5
+    assert delays[4] > delays[0]
+    assert max(delays) <= 90
+
+
+async def test_udev_storm_is_one_reprobe_and_stop_ends_the_loop(
+    host: tuple[Path, dict[str, object]],
+) -> None:
+    publisher = RecordingPublisher()
+    agent = make_agent(*host, publisher)
+    cycles: list[str] = []
+    real = agent.cycle
+
+    def counting(reason: str) -> bool:
+        cycles.append(reason)
+        return real(reason)
+
+    agent.cycle = counting  # type: ignore[method-assign]
+    source, stop = QueueSource(), asyncio.Event()
+    task = asyncio.create_task(agent.run(source, stop, resync=3600, debounce=0.05))
+    await asyncio.sleep(0.2)
+    take_port_down(host[0], "mlx5_5")
+    for i in range(500):
+        source.emit(f"change infiniband mlx5_{i % 8}")
+    await asyncio.sleep(0.6)
+    stop.set()
+    await asyncio.wait_for(task, 2)
+    assert cycles == ["start", "udev"]
+    assert len(publisher.applied) == 2
+
+
+async def test_failed_apply_is_retried_by_the_loop(host: tuple[Path, dict[str, object]]) -> None:
+    publisher = RecordingPublisher()
+    publisher.fail_next = 2
+    agent = make_agent(*host, publisher)
+    agent.backoff = replace(agent.backoff, base=0.01, cap=0.02)
+    stop = asyncio.Event()
+    task = asyncio.create_task(agent.run(QueueSource(), stop, resync=3600, debounce=0.01))
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if publisher.applied:
+            break
+    stop.set()
+    await asyncio.wait_for(task, 2)
+    assert len(publisher.applied) == 1

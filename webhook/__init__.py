@@ -1,0 +1,1 @@
+"""gpufabric admission webhook and labeler."""
