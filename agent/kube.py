@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
@@ -22,18 +22,6 @@ from common import api
 
 log = logging.getLogger(__name__)
 _REQUEST_TIMEOUT = 10.0
-
-
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """Like kubectl: in-cluster config inside a pod, else KUBECONFIG / --kubeconfig."""
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig)
-    else:
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-    return client.ApiClient()
 
 
 class KubePublisher:

@@ -182,7 +182,8 @@ class Agent:
 
 
 async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
-    from agent.kube import KubePublisher, load_api_client
+    from agent.kube import KubePublisher
+    from common.kube import load_api_client
 
     reader = HostReader(config.host_root)
     probe_cfg = ProbeConfig(

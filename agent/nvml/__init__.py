@@ -59,7 +59,7 @@ class NvmlInventory:
         return from_wire(cls, data, "nvml")
 
 
-class NvmlUnavailable(Exception):  # noqa: N818 - reads as a state, like NVML's own errors
+class NvmlUnavailable(Exception):
     """NVML could not be used at all; ``reason`` is a CamelCase word for the condition."""
 
     def __init__(self, reason: str, message: str) -> None:

@@ -1,0 +1,49 @@
+"""review -> requirements -> cache -> patch: the admission decision, wired from the pure steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonpatch
+
+from webhook import review as rv
+from webhook.cache import FabricCache
+from webhook.placement import Settings, mutate
+from webhook.requirements import Invalid, has_fabric_annotations, requirements
+
+Outcome = Literal["mutated", "untouched", "denied", "warned"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    response: rv.Response
+    outcome: Outcome
+
+
+def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer:
+    uid = request["uid"]
+    pod: dict[str, Any] = request["object"]
+    if request["operation"] not in ("CREATE", "UPDATE") or not has_fabric_annotations(pod):
+        return Answer(rv.allowed(uid, None, []), "untouched")
+    if not cache.synced:
+        return Answer(
+            rv.denied(
+                uid,
+                "gpufabric webhook is starting and its caches are not synced yet; "
+                "retry in a few seconds",
+                503,
+            ),
+            "denied",
+        )
+    namespace = (
+        request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
+    )
+    try:
+        req = requirements(pod, namespace, cache.claim)
+    except Invalid as err:
+        return Answer(rv.denied(uid, f"gpufabric: {err}"), "denied")
+    decision = mutate(pod, req, cache.groups(), settings)
+    ops = jsonpatch.make_patch(pod, decision.pod).patch
+    outcome: Outcome = "warned" if decision.warnings else "mutated" if ops else "untouched"
+    return Answer(rv.allowed(uid, ops, decision.warnings), outcome)

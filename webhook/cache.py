@@ -1,0 +1,136 @@
+"""The in-memory view the webhook answers from: node records grouped by label set, and GpuClaim
+specs. Filled by watches (webhook/kube.py) or by files (mutate/explain), never by a request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.labels import labels_for
+from common.model import DISTANCE_ORDER, NodeStatus
+from common.wire import WireError
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    labels: tuple[tuple[str, str], ...]  # the gpufabric.io labels the labeler gives this node
+    usable_hcas: tuple[str, ...]
+    gdr_level: str  # worst GPU -> nearest usable HCA distance on the node ("" if none)
+
+    @property
+    def profile(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], str]:
+        return (self.labels, self.usable_hcas, self.gdr_level)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Nodes that look identical to the webhook; placement is decided per group, not per node."""
+
+    labels: Mapping[str, str]
+    usable_hcas: tuple[str, ...]
+    gdr_level: str
+    nodes: tuple[str, ...]
+
+
+def record_from_status(name: str, status: Mapping[str, Any]) -> NodeRecord:
+    parsed = NodeStatus.from_dict(status)
+    usable = set(parsed.summary.usable_hcas)
+    worst = ""
+    for gpu in parsed.gpus:
+        near = [h.distance for h in gpu.nearest_hcas if h.name in usable]
+        if near:
+            d = min(near, key=DISTANCE_ORDER.__getitem__)
+            if not worst or DISTANCE_ORDER[d] > DISTANCE_ORDER[worst]:
+                worst = d
+    return NodeRecord(
+        name=name,
+        labels=tuple(sorted(labels_for(parsed.summary).items())),
+        usable_hcas=parsed.summary.usable_hcas,
+        gdr_level=worst,
+    )
+
+
+@dataclass
+class FabricCache:
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    claims: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    nodes_synced: bool = False
+    claims_synced: bool = False
+    updated: float = field(default_factory=time.monotonic)
+    _groups: dict[Any, set[str]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _snapshot: tuple[Group, ...] | None = None
+    rejected: dict[str, str] = field(default_factory=dict)  # node -> why its status was unusable
+
+    @property
+    def synced(self) -> bool:
+        return self.nodes_synced and self.claims_synced
+
+    def groups(self) -> tuple[Group, ...]:
+        snap = self._snapshot
+        if snap is None:
+            with self._lock:
+                snap = tuple(
+                    Group(dict(key[0]), key[1], key[2], tuple(sorted(names)))
+                    for key, names in sorted(self._groups.items(), key=lambda kv: str(kv[0]))
+                    if names
+                )
+                self._snapshot = snap
+        return snap
+
+    def _touch(self) -> None:
+        self._snapshot = None
+        self.updated = time.monotonic()
+
+    def put_node(self, name: str, status: Mapping[str, Any] | None) -> None:
+        try:
+            record = record_from_status(name, status or {})
+        except (WireError, ValueError) as err:
+            self.rejected[name] = str(err)
+            self.delete_node(name)
+            return
+        self.rejected.pop(name, None)
+        with self._lock:
+            old = self.nodes.get(name)
+            if old is not None:
+                self._groups.get(old.profile, set()).discard(name)
+            self.nodes[name] = record
+            self._groups.setdefault(record.profile, set()).add(name)
+            self._touch()
+
+    def delete_node(self, name: str) -> None:
+        with self._lock:
+            old = self.nodes.pop(name, None)
+            if old is not None:
+                self._groups.get(old.profile, set()).discard(name)
+            self._touch()
+
+    def replace_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
+        with self._lock:
+            self.nodes.clear()
+            self._groups.clear()
+            self._touch()
+        for name, status in statuses:
+            self.put_node(name, status)
+        self.nodes_synced = True
+
+    def put_claim(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        self.claims[(namespace, name)] = spec
+        self.updated = time.monotonic()
+
+    def delete_claim(self, namespace: str, name: str) -> None:
+        self.claims.pop((namespace, name), None)
+        self.updated = time.monotonic()
+
+    def replace_claims(self, claims: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
+        self.claims = {(ns, n): spec for ns, n, spec in claims}
+        self.claims_synced = True
+        self.updated = time.monotonic()
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims.get((namespace, name))

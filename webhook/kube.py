@@ -1,0 +1,111 @@
+"""The webhook's Kubernetes backend: watch sources, node label SSA, Lease leader election.
+
+The only webhook module that imports kubernetes; everything above it sees plain dicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.leaderelection import electionconfig, leaderelection
+from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+from common import api
+from webhook.watch import Gone, Lister, Obj, Watcher
+
+log = logging.getLogger(__name__)
+_TIMEOUT = 10
+
+
+def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister, Watcher]:
+    objects = client.CustomObjectsApi(api_client)
+
+    def lister() -> tuple[list[Obj], str]:
+        data: Any = objects.list_cluster_custom_object(
+            api.GROUP, api.VERSION, plural, _request_timeout=_TIMEOUT
+        )
+        return list(data.get("items") or []), str(data["metadata"].get("resourceVersion", ""))
+
+    def watcher(version: str) -> Iterable[Obj]:
+        w = watch.Watch()
+        try:
+            for event in w.stream(
+                objects.list_cluster_custom_object,
+                api.GROUP,
+                api.VERSION,
+                plural,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+            ):
+                yield {"type": event["type"], "object": event["raw_object"]}
+        except ApiException as err:
+            if err.status == 410:
+                raise Gone() from err
+            raise
+
+    return lister, watcher
+
+
+class KubeNodeApi:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.nodes = DynamicClient(api_client).resources.get(api_version="v1", kind="Node")
+
+    def node_labels(self, name: str) -> Mapping[str, str] | None:
+        try:
+            node = self.core.read_node(name, _request_timeout=_TIMEOUT)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        meta = node.metadata
+        return dict((meta.labels if meta is not None else None) or {})
+
+    def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels)},
+        }
+        self.nodes.server_side_apply(
+            body=body,
+            name=name,
+            field_manager=api.LABELER_FIELD_MANAGER,
+            force_conflicts=True,
+            _request_timeout=_TIMEOUT,
+        )
+
+
+def run_leader_elected(
+    api_client: client.ApiClient,
+    namespace: str,
+    identity: str,
+    lead: Callable[[], None],
+    on_change: Callable[[bool], None],
+    stop: threading.Event,
+) -> None:
+    """Hold the labeler Lease and run `lead` while holding it; campaign again after losing it."""
+    client.Configuration.set_default(api_client.configuration)
+
+    def started() -> None:
+        on_change(True)
+        lead()
+
+    def stopped() -> None:
+        on_change(False)
+
+    while not stop.is_set():
+        lock = LeaseLock("gpufabric-labeler", namespace, identity)
+        config = electionconfig.Config(lock, 15, 10, 2, started, stopped)
+        try:
+            leaderelection.LeaderElection(config).run()
+        except Exception as err:  # noqa: BLE001 - API server hiccup: campaign again shortly
+            log.warning("leader election failed", extra={"error": str(err)})
+        stop.wait(2)
