@@ -29,47 +29,50 @@ class Recording:
 class HostReader:
     def __init__(self, root: Path | str = "/", *, record: bool = False) -> None:
         self.root = Path(root).resolve()
+        self._real = "" if str(self.root) == "/" else str(self.root)
         self.recording: Recording | None = Recording() if record else None
+        self._dirs: dict[str, str] = {}
 
     def real(self, host_path: str) -> Path:
         """The path on this machine for a host path (no symlink resolution)."""
-        return self.root / host_path.lstrip("/")
+        return Path(self._real + host_path)
 
-    def _host(self, real: Path) -> str | None:
-        try:
-            rel = real.relative_to(self.root)
-        except ValueError:
-            return None
-        return "/" + str(rel) if str(rel) != "." else "/"
+    def reset(self) -> None:
+        """Forget resolved directories; call before each probe pass (devices come and go)."""
+        self._dirs.clear()
 
     def resolve(self, host_path: str) -> str | None:
-        """Canonical host path with every symlink followed inside the root; None if it escapes."""
-        current = self.root
-        parts = [p for p in host_path.split("/") if p]
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part == "..":
-                current = current.parent if current != self.root else current
-                continue
-            if part == ".":
-                continue
-            candidate = current / part
-            if candidate.is_symlink():
-                hops += 1
-                if hops > 40:
-                    return None
-                target = os.readlink(candidate)
-                if self.recording is not None:
-                    host = self._host(candidate)
-                    if host is not None:
-                        self.recording.links[host] = target
-                if target.startswith("/"):
-                    current = self.root
-                parts = [p for p in target.split("/") if p] + parts
-                continue
-            current = candidate
-        return self._host(current)
+        """Canonical host path with every symlink followed inside the root; None if it loops."""
+        return self._resolve(host_path, 0)
+
+    def _resolve(self, host_path: str, hops: int) -> str | None:
+        parent, _, name = host_path.rstrip("/").rpartition("/")
+        if not name:
+            return "/"
+        base = self._dirs.get(parent) if parent else "/"
+        if base is None:
+            base = self._resolve(parent, hops)
+            if base is None:
+                return None
+            self._dirs[parent] = base
+        return self._step(base, name, hops)
+
+    def _step(self, base: str, name: str, hops: int) -> str | None:
+        if name == ".":
+            return base
+        if name == "..":
+            return base.rsplit("/", 1)[0] or "/"
+        candidate = f"{base.rstrip('/')}/{name}"
+        real = self._real + candidate
+        if not os.path.islink(real):
+            return candidate
+        if hops > 40:
+            return None
+        target = os.readlink(real)
+        if self.recording is not None:
+            self.recording.links[candidate] = target
+        joined = target if target.startswith("/") else f"{base.rstrip('/')}/{target}"
+        return self._resolve(os.path.normpath(joined), hops + 1)
 
     def exists(self, host_path: str) -> bool:
         canonical = self.resolve(host_path)
@@ -79,12 +82,27 @@ class HostReader:
             self.recording.dirs.add(canonical)
         return True
 
+    def _fast(self, host_path: str) -> str | None:
+        """Resolve only the directory: sysfs links are all relative, so opening the last component
+        directly cannot leave the root. Recording needs every link, so it takes the slow path."""
+        parent, _, name = host_path.rpartition("/")
+        base = self._dirs.get(parent)
+        if base is None:
+            base = self._resolve(parent, 0)
+            if base is None:
+                return None
+            self._dirs[parent] = base
+        return f"{base.rstrip('/')}/{name}"
+
     def read_bytes(self, host_path: str) -> bytes | None:
-        canonical = self.resolve(host_path)
+        if self.recording is None and host_path.startswith("/sys/"):
+            canonical = self._fast(host_path)
+        else:
+            canonical = self.resolve(host_path)
         if canonical is None:
             return None
         try:
-            with self.real(canonical).open("rb") as fh:
+            with open(self._real + canonical, "rb") as fh:  # noqa: PTH123 - hot path
                 data = fh.read(_MAX_READ)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
@@ -108,7 +126,7 @@ class HostReader:
         canonical = self.resolve(host_path)
         if canonical is None:
             return []
-        real = self.real(canonical)
+        real = self._real + canonical
         try:
             names = sorted(os.listdir(real))
         except OSError:
@@ -116,8 +134,8 @@ class HostReader:
         if self.recording is not None:
             self.recording.dirs.add(canonical)
             for name in names:
-                entry = real / name
-                if entry.is_symlink():
+                entry = f"{real}/{name}"
+                if os.path.islink(entry):
                     self.recording.links[f"{canonical.rstrip('/')}/{name}"] = os.readlink(entry)
         return names
 

@@ -45,6 +45,7 @@ def _nvml(backend: NvmlBackend) -> asm.Outcome[NvmlInventory]:
 
 
 def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> asm.ProbeResults:
+    reader.reset()
     topo: asm.Outcome[nccl_topo.NcclTopo] = asm.Outcome(None, "NotConfigured")
     if config.nccl_topo:
         try:

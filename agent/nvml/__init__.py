@@ -86,6 +86,7 @@ class SnapshotNvml:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
+        self._parsed: NvmlInventory | None = None  # a snapshot never changes: parse once
 
     def inventory(self) -> NvmlInventory:
         error = self._data.get("error")
@@ -93,7 +94,9 @@ class SnapshotNvml:
             raise NvmlUnavailable(
                 str(error.get("reason", "Unknown")), str(error.get("message", ""))
             )
-        return NvmlInventory.from_dict(self._data["inventory"])
+        if self._parsed is None:
+            self._parsed = NvmlInventory.from_dict(self._data["inventory"])
+        return self._parsed
 
 
 def snapshot_of(backend: NvmlBackend) -> dict[str, Any]:

@@ -31,8 +31,6 @@ class PciFunction:
     locality: Locality
     link_speed: str = ""
     link_width: int = 0
-    max_link_speed: str = ""
-    max_link_width: int = 0
 
     @property
     def base_sub(self) -> int:
@@ -98,19 +96,24 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
             problems.append(f"ignored odd PCI entry {bdf!r}")
             continue
         base = f"{PCI_DEVICES}/{bdf}"
-        vendor = parse_int(reader.read(f"{base}/vendor"), 16)
         klass = parse_int(reader.read(f"{base}/class"), 16)
-        if vendor is None or klass is None:
-            problems.append(f"{bdf}: unreadable vendor or class")
+        if klass is None:
+            problems.append(f"{bdf}: unreadable class")
             continue
-        interesting = (
-            (vendor == VENDOR_NVIDIA and (klass >> 16) in (0x03, 0x06))
-            or (klass >> 16) == 0x02
-            or (klass >> 8) == CLASS_NVME
+        # Class first: most functions (bridges, chipset) are dismissed without reading more.
+        candidate = (
+            (klass >> 16) in (0x02, 0x03)
+            or (klass >> 8) in (CLASS_NVME, CLASS_BRIDGE_OTHER)
             or (wanted is not None and bdf in wanted)
         )
-        if not interesting:
+        if not candidate:
             continue
+        vendor = parse_int(reader.read(f"{base}/vendor"), 16)
+        if vendor is None:
+            problems.append(f"{bdf}: unreadable vendor")
+            continue
+        if (klass >> 16) == 0x03 and vendor != VENDOR_NVIDIA:
+            continue  # another vendor's display controller (a BMC's VGA)
         place = locality_of(reader, bdf)
         if place is None:
             problems.append(f"{bdf}: cannot place in the PCI tree")
@@ -129,8 +132,6 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
             locality=place,
             link_speed=_speed(reader.read(f"{base}/current_link_speed")),
             link_width=parse_int(reader.read(f"{base}/current_link_width")) or 0,
-            max_link_speed=_speed(reader.read(f"{base}/max_link_speed")),
-            max_link_width=parse_int(reader.read(f"{base}/max_link_width")) or 0,
         )
     for text in problems:
         log.warning("pci probe problem", extra={"problem": text})
