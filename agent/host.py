@@ -102,7 +102,7 @@ class HostReader:
         if canonical is None:
             return None
         try:
-            with open(self._real + canonical, "rb") as fh:  # noqa: PTH123 - hot path
+            with open(self._real + canonical, "rb") as fh:
                 data = fh.read(_MAX_READ)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonpatch
-
 from webhook import review as rv
 from webhook.cache import FabricCache
+from webhook.patch import diff
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, has_fabric_annotations, requirements
 
@@ -44,6 +43,6 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
     except Invalid as err:
         return Answer(rv.denied(uid, f"gpufabric: {err}"), "denied")
     decision = mutate(pod, req, cache.groups(), settings)
-    ops = jsonpatch.make_patch(pod, decision.pod).patch
+    ops = diff(pod, decision.pod)
     outcome: Outcome = "warned" if decision.warnings else "mutated" if ops else "untouched"
     return Answer(rv.allowed(uid, ops, decision.warnings), outcome)

@@ -37,6 +37,12 @@ class Group:
     nodes: tuple[str, ...]
 
 
+class GroupSet(tuple[Group, ...]):
+    """The cache's groups at one moment, with memoized expression results (see placement)."""
+
+    memo: dict[Any, tuple[bool | None, ...]]
+
+
 def record_from_status(name: str, status: Mapping[str, Any]) -> NodeRecord:
     parsed = NodeStatus.from_dict(status)
     usable = set(parsed.summary.usable_hcas)
@@ -64,22 +70,23 @@ class FabricCache:
     updated: float = field(default_factory=time.monotonic)
     _groups: dict[Any, set[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _snapshot: tuple[Group, ...] | None = None
+    _snapshot: GroupSet | None = None
     rejected: dict[str, str] = field(default_factory=dict)  # node -> why its status was unusable
 
     @property
     def synced(self) -> bool:
         return self.nodes_synced and self.claims_synced
 
-    def groups(self) -> tuple[Group, ...]:
+    def groups(self) -> GroupSet:
         snap = self._snapshot
         if snap is None:
             with self._lock:
-                snap = tuple(
+                snap = GroupSet(
                     Group(dict(key[0]), key[1], key[2], tuple(sorted(names)))
                     for key, names in sorted(self._groups.items(), key=lambda kv: str(kv[0]))
                     if names
                 )
+                snap.memo = {}
                 self._snapshot = snap
         return snap
 

@@ -27,10 +27,22 @@ def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister
     objects = client.CustomObjectsApi(api_client)
 
     def lister() -> tuple[list[Obj], str]:
-        data: Any = objects.list_cluster_custom_object(
-            api.GROUP, api.VERSION, plural, _request_timeout=_TIMEOUT
-        )
-        return list(data.get("items") or []), str(data["metadata"].get("resourceVersion", ""))
+        # Pages of 500 keep the peak memory of a relist small on a 5,000-node cluster.
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            data: Any = objects.list_cluster_custom_object(
+                api.GROUP,
+                api.VERSION,
+                plural,
+                limit=500,
+                _continue=token,
+                _request_timeout=_TIMEOUT,
+            )
+            items += data.get("items") or []
+            token = data["metadata"].get("continue")
+            if not token:
+                return items, str(data["metadata"].get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
         w = watch.Watch()

@@ -15,6 +15,7 @@ from common.wire import to_wire
 from tests.webhook.helpers import golden_cache, review
 from webhook.admission import admit
 from webhook.cache import FabricCache
+from webhook.patch import diff
 from webhook.placement import Settings, admitted, mutate
 from webhook.requirements import Invalid, requirements
 
@@ -129,7 +130,7 @@ def test_mutation_properties(pod: dict[str, Any], cache: FabricCache, tuning: bo
     assert pod == original, "mutate must not touch its input"
 
     # The JSONPatch applies cleanly and yields the mutated pod.
-    ops = jsonpatch.make_patch(pod, decision.pod).patch
+    ops = diff(pod, decision.pod)
     assert jsonpatch.apply_patch(pod, ops) == decision.pod
 
     # Applying the webhook twice gives the same pod (reinvocationPolicy IfNeeded is safe).
