@@ -140,7 +140,6 @@ def claim_crd() -> dict[str, Any]:
                 "type": "object",
                 "properties": {
                     "rdmaRequired": {"type": "boolean"},
-                    "rdma": {"type": "string", "enum": ["required", "preferred"]},
                     "minPorts": {"type": "integer", "minimum": 1},
                     "preferredHcas": {
                         "type": "array",

@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also set NCCL_NET_GDR_LEVEL (an NCCL debugging knob; opt-in)",
     )
     serve.add_argument(
+        "--no-nccl-ib-hca",
+        action="store_true",
+        help="place RDMA pods by affinity only; do not inject NCCL_IB_HCA",
+    )
+    serve.add_argument(
         "--metrics-port",
         type=int,
         default=9401,
@@ -183,7 +188,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     cache = FabricCache()
     metrics = WebhookMetrics()
-    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning)
+    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning, not args.no_nccl_ib_hca)
     api_client = load_api_client(args.kubeconfig)
     stop = threading.Event()
 

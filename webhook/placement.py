@@ -28,6 +28,7 @@ CUFILE_FILE = "cufile.json"
 class Settings:
     cufile_configmap: str | None = None
     inject_nccl_tuning: bool = False
+    inject_nccl_ib_hca: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +250,12 @@ def mutate(
         warnings.append(f"gpufabric: no node currently satisfies: {unmet}")
 
     containers = _gpu_containers(out)
-    if req.rdma and any(
-        not any(e.get("name") == "NCCL_IB_HCA" for e in c.get("env") or []) for c in containers
+    if (
+        req.rdma
+        and settings.inject_nccl_ib_hca
+        and any(
+            not any(e.get("name") == "NCCL_IB_HCA" for e in c.get("env") or []) for c in containers
+        )
     ):
         hcas = _common_hcas(candidates, req.preferred_hcas)
         if not hcas and candidates and req.rdma == "required":

@@ -1,0 +1,319 @@
+"""daemonset/: every overlay renders, validates offline against the Kubernetes schemas, and asks for
+no more privilege than reviewed here."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import celpy
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DAEMONSET = ROOT / "daemonset"
+OVERLAYS = ["."] + sorted(p.name for p in (DAEMONSET / "overlays").iterdir())
+K8S_VERSION = "1.30.0"
+
+
+@functools.cache
+def render(overlay: str) -> tuple[dict[str, Any], ...]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl (with built-in kustomize) is needed to render daemonset/"
+    path = DAEMONSET if overlay == "." else DAEMONSET / "overlays" / overlay
+    out = subprocess.run(
+        [kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
+def find(docs: tuple[dict[str, Any], ...], kind: str, name: str) -> dict[str, Any]:
+    return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_renders_and_validates_against_kubernetes_schemas(overlay: str) -> None:
+    docs = render(overlay)
+    assert len(docs) >= 25
+    unchecked = []
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            unchecked.append(doc["apiVersion"])
+    assert set(unchecked) <= {"cert-manager.io/v1"}, unchecked
+
+
+def test_base_is_what_kubectl_apply_k_daemonset_installs() -> None:
+    kinds = sorted({d["kind"] for d in render(".")})
+    assert kinds == sorted(
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "CronJob",
+            "CustomResourceDefinition",
+            "DaemonSet",
+            "Deployment",
+            "Job",
+            "MutatingWebhookConfiguration",
+            "Namespace",
+            "NetworkPolicy",
+            "PodDisruptionBudget",
+            "Role",
+            "RoleBinding",
+            "Service",
+            "ServiceAccount",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ]
+    )
+    assert all(
+        d["metadata"].get("namespace", "gpufabric-system") == "gpufabric-system"
+        for d in render(".")
+    )
+
+
+def rules(
+    kind: str, name: str
+) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+    role = find(render("."), kind, name)
+    return [
+        (
+            tuple(r.get("apiGroups", [])),
+            tuple(r["resources"]),
+            tuple(r.get("resourceNames", [])),
+            tuple(r["verbs"]),
+        )
+        for r in role["rules"]
+    ]
+
+
+def test_rbac_is_exactly_least_privilege() -> None:
+    assert rules("ClusterRole", "gpufabric-agent") == [
+        (("gpufabric.io",), ("gpunodestatuses",), (), ("create", "get", "patch")),
+        (("gpufabric.io",), ("gpunodestatuses/status",), (), ("get", "patch")),
+    ]
+    assert rules("ClusterRole", "gpufabric-webhook") == [
+        (("gpufabric.io",), ("gpunodestatuses", "gpuclaims"), (), ("list", "watch")),
+    ]
+    assert rules("ClusterRole", "gpufabric-labeler") == [(("",), ("nodes",), (), ("get", "patch"))]
+    assert rules("Role", "gpufabric-labeler-lease") == [
+        (("coordination.k8s.io",), ("leases",), (), ("create",)),
+        (("coordination.k8s.io",), ("leases",), ("gpufabric-labeler",), ("get", "update")),
+    ]
+    assert rules("Role", "gpufabric-certs") == [
+        (("",), ("secrets",), (), ("create",)),
+        (("",), ("secrets",), ("gpufabric-webhook-tls",), ("get", "update")),
+    ]
+    assert rules("ClusterRole", "gpufabric-certs") == [
+        (
+            ("admissionregistration.k8s.io",),
+            ("mutatingwebhookconfigurations",),
+            ("gpufabric-webhook",),
+            ("get", "patch"),
+        ),
+    ]
+    bindings = {
+        (d["kind"], d["metadata"]["name"]): [s["name"] for s in d["subjects"]]
+        for d in render(".")
+        if d["kind"].endswith("Binding") and "subjects" in d
+    }
+    assert bindings[("ClusterRoleBinding", "gpufabric-agent")] == ["gpufabric-agent"]
+    assert bindings[("ClusterRoleBinding", "gpufabric-labeler")] == ["gpufabric-webhook"]
+
+
+def test_mutating_webhook_is_scoped_and_safe() -> None:
+    hook = find(render("."), "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"][0]
+    assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
+    assert hook["timeoutSeconds"] <= 5 and hook["reinvocationPolicy"] == "IfNeeded"
+    assert hook["failurePolicy"] == "Fail"
+    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    assert {"kube-system", "gpufabric-system"} <= set(excluded)
+    cond = celpy.Environment().program(
+        celpy.Environment().compile(hook["matchConditions"][0]["expression"])
+    )
+
+    def sent(annotations: dict[str, str] | None) -> bool:
+        meta: dict[str, Any] = {"name": "p"}
+        if annotations is not None:
+            meta["annotations"] = annotations
+        return bool(cond.evaluate({"object": celpy.json_to_cel({"metadata": meta})}))
+
+    assert sent({"gpufabric.io/rdma": "required"})
+    assert not sent({"example.com/x": "1"})
+    assert not sent(None)
+
+
+def vap_eval(username: str, extra: dict[str, list[str]], operation: str, name: str) -> list[str]:
+    """Evaluate the ValidatingAdmissionPolicy like the API server: variables, then validations."""
+    policy = find(render("."), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")["spec"]
+    env = celpy.Environment()
+    obj = {"metadata": {"name": name}}
+    activation: dict[str, Any] = {
+        "request": celpy.json_to_cel(
+            {"operation": operation, "userInfo": {"username": username, "extra": extra}}
+        ),
+        "object": celpy.json_to_cel(None if operation == "DELETE" else obj),
+        "oldObject": celpy.json_to_cel(obj if operation == "DELETE" else None),
+    }
+    match = env.program(env.compile(policy["matchConditions"][0]["expression"]))
+    if not bool(match.evaluate(activation)):
+        return []
+    variables: dict[str, Any] = {}
+    for var in policy["variables"]:
+        variables[var["name"]] = env.program(env.compile(var["expression"])).evaluate(
+            {**activation, "variables": celpy.json_to_cel(variables)}
+        )
+    failures = []
+    for v in policy["validations"]:
+        ok = env.program(env.compile(v["expression"])).evaluate(
+            {**activation, "variables": celpy.json_to_cel(variables)}
+        )
+        if not bool(ok):
+            failures.append(v["expression"])
+    return failures
+
+
+AGENT = "system:serviceaccount:gpufabric-system:gpufabric-agent"
+NODE = "authentication.kubernetes.io/node-name"
+
+
+@pytest.mark.parametrize(
+    ("user", "extra", "op", "name", "allowed"),
+    [
+        (AGENT, {NODE: ["gpu-1"]}, "CREATE", "gpu-1", True),
+        (AGENT, {NODE: ["gpu-1"]}, "UPDATE", "gpu-1", True),
+        (AGENT, {NODE: ["gpu-1"]}, "UPDATE", "gpu-2", False),
+        (AGENT, {NODE: ["gpu-1"]}, "DELETE", "gpu-2", False),
+        (AGENT, {}, "UPDATE", "gpu-1", False),
+        ("system:serviceaccount:gpufabric-system:other", {}, "UPDATE", "gpu-2", True),
+    ],
+    ids=[
+        "own-create",
+        "own-update",
+        "other-node",
+        "other-delete",
+        "no-node-claim",
+        "not-the-agent",
+    ],
+)
+def test_validating_admission_policy_binds_agent_to_its_node(
+    user: str, extra: dict[str, list[str]], op: str, name: str, allowed: bool
+) -> None:
+    assert (vap_eval(user, extra, op, name) == []) is allowed
+
+
+def test_vap_covers_the_status_subresource() -> None:
+    policy = find(render("."), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")
+    assert (
+        "gpunodestatuses/status"
+        in policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"]
+    )
+
+
+def test_agent_daemonset_is_hardened_and_mounts_read_only() -> None:
+    ds = find(render("."), "DaemonSet", "gpufabric-agent")
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["allowPrivilegeEscalation"] is False
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    host = {v["name"] for v in pod["volumes"] if "hostPath" in v}
+    for m in c["volumeMounts"]:
+        if m["name"] in host:
+            assert m.get("readOnly") is True, m
+    assert c["resources"]["limits"]["memory"] and c["resources"]["requests"]["cpu"]
+    assert any(t["key"] == "nvidia.com/gpu" for t in pod["tolerations"])
+
+
+def test_webhook_deployment_is_ha_and_non_root() -> None:
+    dep = find(render("."), "Deployment", "gpufabric-webhook")
+    pod = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == 2 and pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    assert pod["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert (
+        find(render("."), "PodDisruptionBudget", "gpufabric-webhook")["spec"]["minAvailable"] == 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("overlay", "flag"),
+    [
+        ("nccl-tuning", "--inject-nccl-tuning"),
+        ("cufile-policy", "--cufile-configmap=gpufabric-cufile-policy"),
+        ("no-nccl-ib-hca", "--no-nccl-ib-hca"),
+    ],
+)
+def test_feature_overlays_switch_their_flag(overlay: str, flag: str) -> None:
+    args = find(render(overlay), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert flag in args
+    assert (
+        flag
+        not in find(render("."), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
+            "containers"
+        ][0]["args"]
+    )
+
+
+def test_flags_in_manifests_are_accepted_by_the_programs() -> None:
+    from agent.config import build_parser as agent_parser
+    from webhook.__main__ import build_parser as webhook_parser
+
+    for overlay in OVERLAYS:
+        docs = render(overlay)
+        args = find(docs, "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
+            "containers"
+        ][0]["args"]
+        webhook_parser().parse_args(args)
+        args = find(docs, "DaemonSet", "gpufabric-agent")["spec"]["template"]["spec"]["containers"][
+            0
+        ]["args"]
+        agent_parser().parse_args(args)
+    no_labeler = find(render("no-labeler"), "Deployment", "gpufabric-webhook")
+    assert "--labeler" not in no_labeler["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def claim_schema() -> dict[str, Any]:
+    crd = find(render("."), "CustomResourceDefinition", "gpuclaims.gpufabric.io")
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_claim_crd_accepts_the_examples_and_rejects_invalid_claims() -> None:
+    for path in (ROOT / "samples" / "claims").glob("*.yaml"):
+        jsonschema.validate(yaml.safe_load(path.read_text()), claim_schema())
+    for bad in (
+        {"topology": {"mode": "ring"}},
+        {"network": {"minPorts": 0}},
+        {"storage": {"cuFile": "Always"}},
+        {"topology": {"minBandwidthGBps": -1}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(
+                {
+                    "apiVersion": "gpufabric.io/v1alpha1",
+                    "kind": "GpuClaim",
+                    "metadata": {"name": "x"},
+                    "spec": bad,
+                },
+                claim_schema(),
+            )
+
+
+def test_dockerfiles_are_multistage_and_non_root() -> None:
+    for name in ("agent.Dockerfile", "webhook.Dockerfile"):
+        text = (ROOT / "docker" / name).read_text()
+        assert text.count("FROM ") == 2 and "USER 65532" in text
+        final = text.split("FROM ")[-1]
+        assert "gcc" not in final and "build-essential" not in final
