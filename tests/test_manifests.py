@@ -17,7 +17,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DAEMONSET = ROOT / "daemonset"
-OVERLAYS = ["."] + sorted(p.name for p in (DAEMONSET / "overlays").iterdir())
+OVERLAYS = [".", *sorted(p.name for p in (DAEMONSET / "overlays").iterdir())]
 K8S_VERSION = "1.30.0"
 
 
