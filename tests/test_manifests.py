@@ -317,3 +317,38 @@ def test_dockerfiles_are_multistage_and_non_root() -> None:
         assert text.count("FROM ") == 2 and "USER 65532" in text
         final = text.split("FROM ")[-1]
         assert "gcc" not in final and "build-essential" not in final
+
+
+def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
+    import json
+    import re
+
+    from prometheus_client import generate_latest
+
+    from agent.metrics import AgentMetrics
+    from webhook.metrics import WebhookMetrics
+
+    agent, hook = AgentMetrics(), WebhookMetrics()
+    agent.condition.labels(type="FabricHealthy").set(1)
+    agent.applies.labels(outcome="applied").inc()
+    hook.outcomes.labels(outcome="mutated").inc()
+    hook.labeler_applies.labels(outcome="applied").inc()
+    exported = (generate_latest(agent.registry) + generate_latest(hook.registry)).decode()
+    names = set(
+        re.findall(
+            r"^(gpufabric_[a-z_]+?)(?:_bucket|_count|_sum|_total|_created)?[{ ]", exported, re.M
+        )
+    )
+    names |= {n + "_total" for n in names} | {n + "_bucket" for n in names}
+    dash = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    used = {
+        m
+        for p in dash["panels"]
+        for t in p["targets"]
+        for m in re.findall(r"gpufabric_[a-z_]+", t["expr"])
+    }
+    assert used and used <= names, used - names
+    documented = set(
+        re.findall(r"`(gpufabric_[a-z_]+)", (ROOT / "docs" / "metrics.md").read_text())
+    )
+    assert documented <= names, documented - names
