@@ -25,7 +25,21 @@ _REQUEST_TIMEOUT = 10.0
 
 
 class KubePublisher:
-    def __init__(self, api_client: client.ApiClient, field_manager: str = api.AGENT_FIELD_MANAGER):
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        field_manager: str = api.AGENT_FIELD_MANAGER,
+        timeout: float = _REQUEST_TIMEOUT,
+    ) -> None:
+        # Every request, discovery included (which takes no per-call timeout), gives up after
+        # `timeout`: a hung API server must turn into backoff, not a stuck agent.
+        call_api = api_client.call_api
+
+        def with_timeout(*args: Any, **kwargs: Any) -> Any:
+            kwargs["_request_timeout"] = kwargs.get("_request_timeout") or timeout
+            return call_api(*args, **kwargs)
+
+        api_client.call_api = with_timeout  # type: ignore[method-assign]
         self._api_client = api_client
         self._field_manager = field_manager
         self._resource: Any = None

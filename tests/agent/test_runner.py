@@ -147,3 +147,38 @@ async def test_failed_apply_is_retried_by_the_loop(host: tuple[Path, dict[str, o
     stop.set()
     await asyncio.wait_for(task, 2)
     assert len(publisher.applied) == 1
+
+
+def test_kube_publisher_turns_a_refusing_or_hung_api_server_into_publish_error() -> None:
+    import socket
+    import threading
+    import time
+
+    from kubernetes import client
+
+    from agent.kube import KubePublisher
+    from agent.publish import PublishError
+
+    def publisher(port: int) -> KubePublisher:
+        cfg = client.Configuration()
+        cfg.host = f"http://127.0.0.1:{port}"
+        return KubePublisher(client.ApiClient(cfg), timeout=0.5)
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed_port = free.getsockname()[1]
+    with pytest.raises(PublishError, match="discovery failed"):
+        publisher(closed_port).apply("n", {})
+
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(hung.accept()[0]), daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(PublishError):
+        publisher(hung.getsockname()[1]).current("n")
+    assert time.monotonic() - started < 5
+    hung.close()
+    for s in accepted:
+        s.close()
