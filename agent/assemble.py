@@ -260,16 +260,6 @@ def _hcas(
     for raw in sorted(rdma.hcas, key=lambda h: natural(h.name)):
         function = pci.get(raw.pci_bus_id) if pci is not None and raw.pci_bus_id else None
         place = _locality(pci, topo, raw.pci_bus_id)
-        ports = tuple(
-            HcaPort(
-                port=p.port,
-                state=p.state,
-                phys_state=p.phys_state,
-                rate_gbps=p.rate_gbps,
-                link_layer=p.link_layer,
-            )
-            for p in raw.ports
-        )
         hcas.append(
             Hca(
                 name=raw.name,
@@ -283,7 +273,7 @@ def _hcas(
                 numa_node=place.numa_node,
                 netdevs=raw.netdevs,
                 gdr_capable=gdr,
-                ports=ports,
+                ports=raw.ports,
             )
         )
     return hcas

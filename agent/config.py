@@ -9,6 +9,7 @@ import socket
 from dataclasses import dataclass
 
 from agent.output import FORMATS
+from common import logs
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
@@ -51,10 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Discover this node's GPU fabric (NVLink, PCIe/NUMA, RDMA, GPUDirect Storage) "
         "and publish it as a GpuNodeStatus.",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
-    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line")
+    logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def host_options(p: argparse.ArgumentParser) -> None:

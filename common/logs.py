@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -28,6 +29,14 @@ class TextFormatter(logging.Formatter):
         base = super().format(record)
         extra = {k: v for k, v in record.__dict__.items() if k not in _STANDARD}
         return base + "".join(f" {k}={v}" for k, v in extra.items())
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--log-level and --log-json, the same on both programs."""
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line")
 
 
 def configure(level: str = "info", json_logs: bool = False) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from common import api
+from common import api, logs
 from common.logs import configure
 from webhook.admission import admit
 from webhook.cache import FabricCache
@@ -35,10 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Mutating admission webhook that turns a pod's gpufabric.io requests into node "
         "affinity, NCCL_IB_HCA and cuFile settings; optionally the node labeler.",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
-    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line")
+    logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="serve /mutate over TLS")

@@ -10,19 +10,11 @@ import re
 from dataclasses import dataclass
 
 from agent.host import HostReader
+from common.model import HcaPort
 
 IB_CLASS = "/sys/class/infiniband"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 _KERNEL = re.compile(r"^(\d+)\.(\d+)")
-
-
-@dataclass(frozen=True, slots=True)
-class RawPort:
-    port: int
-    state: str
-    phys_state: str
-    rate_gbps: float
-    link_layer: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +26,7 @@ class RawHca:
     fw_version: str
     node_guid: str
     netdevs: tuple[str, ...]
-    ports: tuple[RawPort, ...]
+    ports: tuple[HcaPort, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +53,7 @@ def parse_rate(text: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> RawPort | None:
+def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> HcaPort | None:
     try:
         number = int(name)
     except ValueError:
@@ -71,7 +63,7 @@ def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> RawP
     rate = parse_rate(reader.read(f"{pbase}/rate"))
     if rate is None:
         problems.append(f"{pbase}/rate: missing or unparsable")
-    return RawPort(
+    return HcaPort(
         port=number,
         state=_word(reader.read(f"{pbase}/state")),
         phys_state=_word(reader.read(f"{pbase}/phys_state")),
