@@ -63,6 +63,11 @@ def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> as
     )
 
 
+def utc_now() -> str:
+    """Condition timestamps: RFC 3339, seconds, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def probe_node(
     reader: HostReader,
     nvml: NvmlBackend,
@@ -73,7 +78,7 @@ def probe_node(
     results = run_probes(reader, nvml, config)
     out = asm.assemble(
         results,
-        options or asm.Options(hca_exclude=config.hca_exclude),
+        options or asm.Options(now=utc_now(), hca_exclude=config.hca_exclude),
     )
     log.debug("probed", extra={"seconds": round(time.perf_counter() - started, 4)})
     return out

@@ -22,7 +22,7 @@ from agent.host import HostReader
 from agent.metrics import AgentMetrics, Health, serve
 from agent.nvml import NvmlBackend
 from agent.output import canonical_json
-from agent.probe import ProbeConfig, probe_node
+from agent.probe import ProbeConfig, probe_node, utc_now
 from agent.publish import Publisher, PublishError
 from agent.udev import EventSource, QueueSource
 from common.model import Condition, NodeStatus
@@ -42,10 +42,6 @@ class Backoff:
         return float(raw * rng.uniform(0.5, 1.5))
 
 
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 class Agent:
     def __init__(
         self,
@@ -55,7 +51,7 @@ class Agent:
         metrics: AgentMetrics | None = None,
         *,
         hca_exclude: tuple[str, ...] = (),
-        clock: Callable[[], str] = _utc_now,
+        clock: Callable[[], str] = utc_now,
         backoff: Backoff = Backoff(),
         rng: random.Random | None = None,
     ) -> None:

@@ -83,3 +83,17 @@ def test_gather_cli_on_a_fixture_root(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["gather", "--host-root", str(snap.root), "--nvml", "none", "-o", str(out)]) == 0
     assert main(["probe", "--from", str(out), "-o", "labels"]) == 0
     assert "gpufabric.io/gpu-count=4" in capsys.readouterr().out
+
+
+def test_probe_cli_stamps_conditions_with_the_current_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    import yaml
+
+    assert main(["probe", "--from", str(FIXTURES / "cpu-only.tar.gz"), "-o", "yaml"]) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    stamp = doc["status"]["conditions"][0]["lastTransitionTime"]
+    assert stamp.startswith(time.strftime("%Y-", time.gmtime()))
+    assert doc["metadata"]["name"] == "cpu-only"
