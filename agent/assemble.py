@@ -323,7 +323,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
     # Places: everything the distance matrix and nearest-device lists are computed over.
     gpu_places = {str(g.index): _locality(pci, topo, g.pci_bus_id) for g in gpus}
     hca_places = {h.name: _locality(pci, topo, h.pci_bus_id) for h in hcas if h.pci_bus_id}
-    nvme_list = list(gds.nvme) if gds is not None else []
+    nvme_list = sorted(gds.nvme, key=lambda x: natural(x.name)) if gds is not None else []
     nvme_places = {n.name: _locality(pci, topo, n.pci_bus_id) for n in nvme_list}
 
     with_hcas = []
@@ -334,7 +334,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
     gpus = with_hcas
 
     nvme_peers = []
-    for n in sorted(nvme_list, key=lambda x: natural(x.name)):
+    for n in nvme_list:
         dist, near_gpus = closest(nvme_places[n.name], gpu_places)
         function = pci.get(n.pci_bus_id) if pci is not None else None
         nvme_peers.append(
@@ -422,7 +422,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         ]
         + [
             Place(f"NVME{i}", n.name, n.pci_bus_id, nvme_places[n.name])
-            for i, n in enumerate(sorted(nvme_list, key=lambda x: natural(x.name)))
+            for i, n in enumerate(nvme_list)
         ]
     )
     return Assembled(status=status, places=tuple(places))

@@ -66,7 +66,6 @@ class Agent:
         self.previous: dict[str, Condition] = {}
         self.published: str | None = None  # canonical JSON the API server holds
         self.failures = 0
-        self.status: NodeStatus | None = None
 
     def adopt_existing(self) -> None:
         """Take the API server's copy as the starting point, so a restart writes nothing new."""
@@ -93,7 +92,6 @@ class Agent:
         )
         self.metrics.probe_seconds.observe(time.perf_counter() - started)
         status = result.status
-        self.status = status
         self.previous = {c.type: c for c in status.conditions}
         self.metrics.observe_status(status)
         body = status.to_dict()

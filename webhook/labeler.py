@@ -42,7 +42,6 @@ def ours(labels: Mapping[str, str]) -> dict[str, str]:
 class Labeler:
     def __init__(self, nodes: NodeApi) -> None:
         self.nodes = nodes
-        self.outcomes: list[tuple[str, str]] = []  # (node, outcome), for metrics and tests
 
     def sync(self, name: str, status: Mapping[str, Any] | None) -> str:
         """Make the node's gpufabric labels match the status (None: the status was deleted)."""
@@ -72,7 +71,6 @@ class Labeler:
         return self.sync(str(name), None if kind == "DELETED" else obj.get("status"))
 
     def _done(self, name: str, outcome: str) -> str:
-        self.outcomes.append((name, outcome))
         if outcome in ("applied", "removed"):
             log.info("node labels", extra={"node": name, "outcome": outcome})
         return outcome

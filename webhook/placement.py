@@ -226,7 +226,7 @@ def _common_hcas(groups: Sequence[Group], preferred: tuple[str, ...]) -> tuple[s
     return tuple(sorted(common, key=lambda n: order.get(n, 0)))
 
 
-def _unmet(plan_: Plan, pod: Mapping[str, Any], groups: Sequence[Group]) -> list[str]:
+def _unmet(plan_: Plan, groups: Sequence[Group]) -> list[str]:
     """Which requirement no node meets (for the warning), best effort."""
     lacking = [n.why for n in plan_.required if not any(matches(n.expr, g.labels) for g in groups)]
     if lacking:
@@ -246,7 +246,7 @@ def mutate(
         _add_preferred(out, weight, [n.expr for n in needs])
     candidates = admitted(out, groups)
     if not candidates:
-        unmet = "; ".join(_unmet(p, out, groups)) or "the pod's own node affinity"
+        unmet = "; ".join(_unmet(p, groups)) or "the pod's own node affinity"
         warnings.append(f"gpufabric: no node currently satisfies: {unmet}")
 
     containers = _gpu_containers(out)
