@@ -1,4 +1,4 @@
-"""daemonset/: every overlay renders, validates offline against the Kubernetes schemas, and asks for
+"""daemonset/: the base and every stack of components renders, validates offline against the Kubernetes schemas, and asks for
 no more privilege than reviewed here."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +18,54 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DAEMONSET = ROOT / "daemonset"
-OVERLAYS = [".", *sorted(p.name for p in (DAEMONSET / "overlays").iterdir())]
+COMPONENTS = sorted(p.name for p in (DAEMONSET / "components").iterdir())
 K8S_VERSION = "1.30.0"
+# One install of each component on its own, and everything stacked (what a user's kustomization does).
+INSTALLS: list[tuple[str, ...]] = [(), *((c,) for c in COMPONENTS), tuple(COMPONENTS)]
 
 
-@functools.cache
-def render(overlay: str) -> tuple[dict[str, Any], ...]:
+def kustomize(directory: Path) -> tuple[dict[str, Any], ...]:
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl (with built-in kustomize) is needed to render daemonset/"
-    path = DAEMONSET if overlay == "." else DAEMONSET / "overlays" / overlay
     out = subprocess.run(
-        [kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False
+        [kubectl, "kustomize", str(directory)], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stderr
     return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
+@functools.cache
+def render(*components: str) -> tuple[dict[str, Any], ...]:
+    """What a user's kustomization (base + these components) installs; () is daemonset/ itself."""
+    if not components:
+        return kustomize(DAEMONSET)
+    with tempfile.TemporaryDirectory() as tmp:
+        # A copy, so the user's directory sits beside daemonset/ as docs/install.md lays it out.
+        shutil.copytree(DAEMONSET, Path(tmp) / "daemonset")
+        mine = Path(tmp) / "my-gpufabric"
+        mine.mkdir()
+        (mine / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    "resources": ["../daemonset/base"],
+                    "components": [f"../daemonset/components/{c}" for c in components],
+                }
+            )
+        )
+        return kustomize(mine)
 
 
 def find(docs: tuple[dict[str, Any], ...], kind: str, name: str) -> dict[str, Any]:
     return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_overlay_renders_and_validates_against_kubernetes_schemas(overlay: str) -> None:
-    docs = render(overlay)
+@pytest.mark.parametrize("components", INSTALLS, ids=lambda c: "+".join(c) or "default")
+def test_install_renders_and_validates_against_kubernetes_schemas(
+    components: tuple[str, ...],
+) -> None:
+    docs = render(*components)
     assert len(docs) >= 25
     unchecked = []
     for doc in docs:
@@ -50,8 +76,74 @@ def test_overlay_renders_and_validates_against_kubernetes_schemas(overlay: str) 
     assert set(unchecked) <= {"cert-manager.io/v1"}, unchecked
 
 
+def test_every_component_is_a_kustomize_component() -> None:
+    # Overlays (kind Kustomization with ../../base) cannot be combined; Components stack.
+    for name in COMPONENTS:
+        doc = yaml.safe_load((DAEMONSET / "components" / name / "kustomization.yaml").read_text())
+        assert doc["kind"] == "Component", name
+        assert doc["apiVersion"] == "kustomize.config.k8s.io/v1alpha1", name
+    assert not (DAEMONSET / "overlays").exists()
+
+
+def webhook_args(docs: tuple[dict[str, Any], ...]) -> list[str]:
+    dep = find(docs, "Deployment", "gpufabric-webhook")
+    return list(dep["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_components_stack_in_one_install() -> None:
+    docs = render("cufile-policy", "nccl-tuning", "cert-manager")
+    args = webhook_args(docs)
+    assert "--cufile-configmap=gpufabric-cufile-policy" in args
+    assert "--inject-nccl-tuning" in args and "--labeler" in args
+    assert find(docs, "ConfigMap", "gpufabric-cufile-policy")["data"]["cufile.json"]
+    assert find(docs, "Certificate", "gpufabric-webhook")
+    kinds = {d["kind"] for d in docs}
+    assert "Job" not in kinds and "CronJob" not in kinds  # cert-manager replaces the bootstrap
+    hook = find(docs, "MutatingWebhookConfiguration", "gpufabric-webhook")
+    assert hook["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "gpufabric-system/gpufabric-webhook"
+    }
+    everything = render(*COMPONENTS)
+    assert "--labeler" not in webhook_args(everything)
+    assert {"--inject-nccl-tuning", "--no-nccl-ib-hca"} <= set(webhook_args(everything))
+    agent = find(everything, "DaemonSet", "gpufabric-agent")["spec"]["template"]["spec"]
+    assert "--resync=1m" in agent["containers"][0]["args"]
+
+
+def ingress_allows(policy: dict[str, Any], source_ip: str, port: int, labels: bool) -> bool:
+    """NetworkPolicy ingress semantics for one source: any rule whose ports and peers match."""
+    import ipaddress
+
+    for rule in policy["spec"].get("ingress", []):
+        ports = rule.get("ports")
+        if ports and not any(p["port"] == port for p in ports):
+            continue
+        peers = rule.get("from")
+        if not peers:
+            return True  # no `from`: every source
+        for peer in peers:
+            block = peer.get("ipBlock")
+            if block and ipaddress.ip_address(source_ip) in ipaddress.ip_network(block["cidr"]):
+                return True
+            if "namespaceSelector" in peer and labels:
+                return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "apiserver", ["10.0.0.1", "172.16.0.2", "100.64.3.4", "192.168.10.5", "34.118.0.9"]
+)
+def test_network_policy_is_opt_in_and_never_blocks_admission(apiserver: str) -> None:
+    assert "NetworkPolicy" not in {d["kind"] for d in render()}
+    policy = find(render("network-policy"), "NetworkPolicy", "gpufabric-webhook")
+    # Wherever the control plane calls from (GKE, EKS, AKS, konnectivity), admission gets through.
+    assert ingress_allows(policy, apiserver, 8443, labels=False)
+    assert not ingress_allows(policy, apiserver, 9401, labels=False)
+    assert ingress_allows(policy, "10.1.2.3", 9401, labels=True)  # Prometheus
+
+
 def test_base_is_what_kubectl_apply_k_daemonset_installs() -> None:
-    kinds = sorted({d["kind"] for d in render(".")})
+    kinds = sorted({d["kind"] for d in render()})
     assert kinds == sorted(
         [
             "ClusterRole",
@@ -63,7 +155,6 @@ def test_base_is_what_kubectl_apply_k_daemonset_installs() -> None:
             "Job",
             "MutatingWebhookConfiguration",
             "Namespace",
-            "NetworkPolicy",
             "PodDisruptionBudget",
             "Role",
             "RoleBinding",
@@ -74,15 +165,14 @@ def test_base_is_what_kubectl_apply_k_daemonset_installs() -> None:
         ]
     )
     assert all(
-        d["metadata"].get("namespace", "gpufabric-system") == "gpufabric-system"
-        for d in render(".")
+        d["metadata"].get("namespace", "gpufabric-system") == "gpufabric-system" for d in render()
     )
 
 
 def rules(
     kind: str, name: str
 ) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
-    role = find(render("."), kind, name)
+    role = find(render(), kind, name)
     return [
         (
             tuple(r.get("apiGroups", [])),
@@ -121,7 +211,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     ]
     bindings = {
         (d["kind"], d["metadata"]["name"]): [s["name"] for s in d["subjects"]]
-        for d in render(".")
+        for d in render()
         if d["kind"].endswith("Binding") and "subjects" in d
     }
     assert bindings[("ClusterRoleBinding", "gpufabric-agent")] == ["gpufabric-agent"]
@@ -129,7 +219,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
 
 
 def test_mutating_webhook_is_scoped_and_safe() -> None:
-    hook = find(render("."), "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"][0]
+    hook = find(render(), "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"][0]
     assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
     assert hook["timeoutSeconds"] <= 5 and hook["reinvocationPolicy"] == "IfNeeded"
     assert hook["failurePolicy"] == "Fail"
@@ -152,7 +242,7 @@ def test_mutating_webhook_is_scoped_and_safe() -> None:
 
 def vap_eval(username: str, extra: dict[str, list[str]], operation: str, name: str) -> list[str]:
     """Evaluate the ValidatingAdmissionPolicy like the API server: variables, then validations."""
-    policy = find(render("."), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")["spec"]
+    policy = find(render(), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")["spec"]
     env = celpy.Environment()
     obj = {"metadata": {"name": name}}
     activation: dict[str, Any] = {
@@ -210,7 +300,7 @@ def test_validating_admission_policy_binds_agent_to_its_node(
 
 
 def test_vap_covers_the_status_subresource() -> None:
-    policy = find(render("."), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")
+    policy = find(render(), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")
     assert (
         "gpunodestatuses/status"
         in policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"]
@@ -218,7 +308,7 @@ def test_vap_covers_the_status_subresource() -> None:
 
 
 def test_agent_daemonset_is_hardened_and_mounts_read_only() -> None:
-    ds = find(render("."), "DaemonSet", "gpufabric-agent")
+    ds = find(render(), "DaemonSet", "gpufabric-agent")
     pod = ds["spec"]["template"]["spec"]
     c = pod["containers"][0]
     sc = c["securityContext"]
@@ -235,32 +325,30 @@ def test_agent_daemonset_is_hardened_and_mounts_read_only() -> None:
 
 
 def test_webhook_deployment_is_ha_and_non_root() -> None:
-    dep = find(render("."), "Deployment", "gpufabric-webhook")
+    dep = find(render(), "Deployment", "gpufabric-webhook")
     pod = dep["spec"]["template"]["spec"]
     assert dep["spec"]["replicas"] == 2 and pod["securityContext"]["runAsNonRoot"] is True
     assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
     assert pod["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert (
-        find(render("."), "PodDisruptionBudget", "gpufabric-webhook")["spec"]["minAvailable"] == 1
-    )
+    assert find(render(), "PodDisruptionBudget", "gpufabric-webhook")["spec"]["minAvailable"] == 1
 
 
 @pytest.mark.parametrize(
-    ("overlay", "flag"),
+    ("component", "flag"),
     [
         ("nccl-tuning", "--inject-nccl-tuning"),
         ("cufile-policy", "--cufile-configmap=gpufabric-cufile-policy"),
         ("no-nccl-ib-hca", "--no-nccl-ib-hca"),
     ],
 )
-def test_feature_overlays_switch_their_flag(overlay: str, flag: str) -> None:
-    args = find(render(overlay), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
+def test_feature_components_switch_their_flag(component: str, flag: str) -> None:
+    args = find(render(component), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
         "containers"
     ][0]["args"]
     assert flag in args
     assert (
         flag
-        not in find(render("."), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
+        not in find(render(), "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
             "containers"
         ][0]["args"]
     )
@@ -270,8 +358,8 @@ def test_flags_in_manifests_are_accepted_by_the_programs() -> None:
     from agent.config import build_parser as agent_parser
     from webhook.__main__ import build_parser as webhook_parser
 
-    for overlay in OVERLAYS:
-        docs = render(overlay)
+    for components in INSTALLS:
+        docs = render(*components)
         args = find(docs, "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"][
             "containers"
         ][0]["args"]
@@ -285,7 +373,7 @@ def test_flags_in_manifests_are_accepted_by_the_programs() -> None:
 
 
 def claim_schema() -> dict[str, Any]:
-    crd = find(render("."), "CustomResourceDefinition", "gpuclaims.gpufabric.io")
+    crd = find(render(), "CustomResourceDefinition", "gpuclaims.gpufabric.io")
     schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return schema
 
