@@ -72,6 +72,10 @@ class FabricCache:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _snapshot: GroupSet | None = None
     rejected: dict[str, str] = field(default_factory=dict)  # node -> why its status was unusable
+    # Statuses whose Node is known to be gone: kept (the Node may come back) but never counted.
+    absent: dict[str, NodeRecord] = field(default_factory=dict)
+    _existing: set[str] | None = None  # None until the Node list arrives: every status counts
+    _gone: set[str] = field(default_factory=set)  # Nodes deleted before the first Node list
 
     @property
     def synced(self) -> bool:
@@ -94,6 +98,25 @@ class FabricCache:
         self._snapshot = None
         self.updated = time.monotonic()
 
+    def _counts(self, name: str) -> bool:
+        if self._existing is None:
+            return name not in self._gone
+        return name in self._existing
+
+    def _place(self, name: str, record: NodeRecord | None) -> None:
+        """Set (or drop, for None) a node's record, counting it only if its Node exists."""
+        old = self.nodes.pop(name, None)
+        if old is not None:
+            self._groups.get(old.profile, set()).discard(name)
+        self.absent.pop(name, None)
+        if record is None:
+            return
+        if self._counts(name):
+            self.nodes[name] = record
+            self._groups.setdefault(record.profile, set()).add(name)
+        else:
+            self.absent[name] = record
+
     def put_node(self, name: str, status: Mapping[str, Any] | None) -> None:
         try:
             record = record_from_status(name, status or {})
@@ -103,23 +126,44 @@ class FabricCache:
             return
         self.rejected.pop(name, None)
         with self._lock:
-            old = self.nodes.get(name)
-            if old is not None:
-                self._groups.get(old.profile, set()).discard(name)
-            self.nodes[name] = record
-            self._groups.setdefault(record.profile, set()).add(name)
+            self._place(name, record)
             self._touch()
 
     def delete_node(self, name: str) -> None:
         with self._lock:
-            old = self.nodes.pop(name, None)
-            if old is not None:
-                self._groups.get(old.profile, set()).discard(name)
+            self._place(name, None)
+            self._touch()
+
+    def replace_existing_nodes(self, names: Iterable[str]) -> None:
+        """The full set of Nodes that exist (a Node relist): only their statuses count from now."""
+        with self._lock:
+            self._existing = set(names)
+            self._gone.clear()
+            for name, record in [*self.nodes.items(), *self.absent.items()]:
+                self._place(name, record)
+            self._touch()
+
+    def node_exists(self, name: str, exists: bool) -> None:
+        """One Node appeared (exists=True) or was deleted (False)."""
+        with self._lock:
+            if self._existing is None:  # no Node list yet: remember only the deletions
+                if exists:
+                    self._gone.discard(name)
+                else:
+                    self._gone.add(name)
+            elif exists:
+                self._existing.add(name)
+            else:
+                self._existing.discard(name)
+            record = self.nodes.get(name) or self.absent.get(name)
+            if record is not None:
+                self._place(name, record)
             self._touch()
 
     def replace_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
         with self._lock:
             self.nodes.clear()
+            self.absent.clear()
             self._groups.clear()
             self._touch()
         for name, status in statuses:
