@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from webhook import review as rv
 from webhook.cache import FabricCache
+from webhook.groups.admit import admit_group
 from webhook.patch import diff
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, has_fabric_annotations, requirements
@@ -38,11 +39,16 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
+    group = admit_group(pod, request["operation"])
     try:
         req = requirements(pod, namespace, cache.claim)
     except Invalid as err:
-        return Answer(rv.denied(uid, f"gpufabric: {err}"), "denied")
+        problems = "; ".join([str(err), *group.problems])
+        return Answer(rv.denied(uid, f"gpufabric: {problems}"), "denied")
+    if group.problems:
+        return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
     decision = mutate(pod, req, cache.groups(), settings)
-    ops = diff(pod, decision.pod)
-    outcome: Outcome = "warned" if decision.warnings else "mutated" if ops else "untouched"
-    return Answer(rv.allowed(uid, ops, decision.warnings), outcome)
+    ops = diff(pod, decision.pod) + group.ops  # disjoint paths: gate and label vs the rest
+    warnings = decision.warnings + group.warnings
+    outcome: Outcome = "warned" if warnings else "mutated" if ops else "untouched"
+    return Answer(rv.allowed(uid, ops, warnings), outcome)

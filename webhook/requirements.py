@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from common import api
+from webhook.groups.names import GROUP_ANNOTATIONS
 
 Level = Literal["required", "preferred"]
 Topology = Literal["any", "same-socket", "nvlink"]
@@ -141,7 +142,7 @@ def requirements(pod: Mapping[str, Any], namespace: str, claims: ClaimLookup) ->
         api.ANN_TOPOLOGY: ("topology", _topology),
         api.ANN_MIN_NVLINK_BW: ("min_nvlink_bandwidth", lambda w, v: _int(w, v, 0)),
     }
-    known = set(parsers) | {api.ANN_CLAIM}
+    known = set(parsers) | {api.ANN_CLAIM} | set(GROUP_ANNOTATIONS)  # groups: webhook/groups
     for key in annotations:
         if str(key).startswith(api.ANNOTATION_PREFIX) and key not in known:
             raise Invalid(

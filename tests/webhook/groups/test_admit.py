@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from tests.webhook.helpers import golden_cache, pod, review
+from webhook.admission import admit
+from webhook.groups.admit import admit_group
+from webhook.groups.names import GATE
+from webhook.placement import Settings
+
+GROUP = {
+    "gpufabric.io/group": "llama-70b",
+    "gpufabric.io/group-size": "16",
+    "gpufabric.io/group-locality": "required",
+    "gpufabric.io/group-level": "auto",
+}
+
+
+def _apply(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = jsonpatch.JsonPatch(ops).apply(copy.deepcopy(obj))
+    return out
+
+
+def test_create_gates_and_labels_next_to_the_usual_patch() -> None:
+    p = pod({**GROUP, "gpufabric.io/rdma": "required"})
+    answer = admit(review(p)["request"], golden_cache(), Settings())
+    assert answer.response["allowed"] is True
+    patched = _apply(p, _ops(answer))
+    assert patched["spec"]["schedulingGates"] == [{"name": GATE}]
+    assert patched["metadata"]["labels"] == {"gpufabric.io/group": "llama-70b"}
+    # The usual patch is still there (the RDMA requirement).
+    terms = patched["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert {"key": "gpufabric.io/rdma", "operator": "In", "values": ["true"]} in terms[
+        "nodeSelectorTerms"
+    ][0]["matchExpressions"]
+    # Reinvocation (reinvocationPolicy IfNeeded) adds nothing.
+    again = admit(review(patched)["request"], golden_cache(), Settings())
+    assert _ops(again) == []
+
+
+def _ops(answer: Any) -> list[dict[str, Any]]:
+    patch = answer.response.get("patch")
+    return json.loads(base64.b64decode(patch)) if patch else []
+
+
+def test_existing_gates_and_labels_are_appended_to() -> None:
+    p = pod(GROUP)
+    p["metadata"]["labels"] = {"app": "x"}
+    p["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    got = admit_group(p, "CREATE")
+    patched = _apply(p, got.ops)
+    assert patched["spec"]["schedulingGates"] == [{"name": "example.com/quota"}, {"name": GATE}]
+    assert patched["metadata"]["labels"] == {"app": "x", "gpufabric.io/group": "llama-70b"}
+    assert admit_group(patched, "CREATE").ops == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"gpufabric.io/group": "Bad Name!"}, "gpufabric.io/group:"),
+        ({"gpufabric.io/group": "x" * 64}, "gpufabric.io/group:"),
+        ({"gpufabric.io/group-size": "0"}, "gpufabric.io/group-size"),
+        ({"gpufabric.io/group-size": "two"}, "gpufabric.io/group-size"),
+        ({"gpufabric.io/group-size": "99999999999999999999"}, "gpufabric.io/group-size"),
+        ({"gpufabric.io/group-locality": "strict"}, "gpufabric.io/group-locality"),
+        ({"gpufabric.io/group-level": "rack"}, "gpufabric.io/group-level"),
+        ({"gpufabric.io/placement": "leaf=leaf-1"}, "gpufabric.io/placement"),
+    ],
+)
+def test_bad_values_are_denied_naming_the_annotation(changes: dict[str, str], named: str) -> None:
+    answer = admit(review(pod({**GROUP, **changes}))["request"], golden_cache(), Settings())
+    assert answer.outcome == "denied"
+    assert named in answer.response["status"]["message"]
+
+
+def test_all_bad_group_annotations_are_listed() -> None:
+    got = admit_group(
+        pod({**GROUP, "gpufabric.io/group-size": "-1", "gpufabric.io/group-level": "x"}), "CREATE"
+    )
+    assert [p.split(":")[0] for p in got.problems] == [
+        "gpufabric.io/group-size",
+        "gpufabric.io/group-level",
+    ]
+
+
+def test_size_without_name_is_denied() -> None:
+    got = admit_group(pod({"gpufabric.io/group-size": "4"}), "CREATE")
+    assert got.problems == [
+        "gpufabric.io/group-size: needs gpufabric.io/group (the group's name) as well"
+    ]
+
+
+def test_kueue_pods_are_left_to_kueue() -> None:
+    by_gate = pod(GROUP)
+    by_gate["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    by_label = pod(GROUP)
+    by_label["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    for p in (by_gate, by_label):
+        got = admit_group(p, "CREATE")
+        assert got.ops == [] and got.problems == [] and "Kueue" in got.warnings[0]
+
+
+def test_group_larger_than_any_spine_is_admitted_with_a_warning() -> None:
+    got = admit_group(pod(GROUP), "CREATE", largest_domain_gpus=lambda: 64, pod_gpus=8)
+    assert got.ops and got.warnings == [
+        "gpufabric: group llama-70b needs 128 GPUs, more than the largest spine domain (64); "
+        "it can only be spread and, being required, waits"
+    ]
+
+
+def test_label_that_disagrees_is_denied() -> None:
+    p = pod(GROUP)
+    p["metadata"]["labels"] = {"gpufabric.io/group": "other"}
+    assert "differs" in admit_group(p, "CREATE").problems[0]
+
+
+def test_update_adds_no_gate() -> None:
+    assert admit_group(pod(GROUP), "UPDATE").ops == []

@@ -1,0 +1,155 @@
+"""Admission of a grouped pod: validate the group annotations and, at CREATE, gate and label it.
+
+Pure: the admission path (webhook/admission.py) calls `admit_group` once per review and merges the
+ops into its patch and the problems into its denial. Reinvocation yields no new ops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from webhook.groups.names import (
+    ANN_GROUP,
+    ANN_LEVEL,
+    ANN_LOCALITY,
+    ANN_PLACEMENT,
+    ANN_SIZE,
+    GATE,
+    KUEUE_PREFIX,
+    KUEUE_QUEUE_LABEL,
+    LABEL_GROUP,
+    LEVELS,
+    LOCALITIES,
+    Level,
+    Locality,
+    escape_key,
+)
+
+# A label value: at most 63 characters, alphanumerics at both ends, -_. inside (apimachinery).
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    name: str
+    size: int
+    locality: Locality = "required"
+    level: Level | Literal["auto"] = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAdmission:
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each names the annotation
+    warnings: list[str] = field(default_factory=list)
+    spec: GroupSpec | None = None
+
+
+def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[str]]:
+    """The group a pod asks for (None if it asks for none) and every problem with the values."""
+    problems: list[str] = []
+    name = annotations.get(ANN_GROUP)
+    if name is None:
+        problems += [
+            f"{key}: needs {ANN_GROUP} (the group's name) as well"
+            for key in (ANN_SIZE, ANN_LOCALITY, ANN_LEVEL)
+            if key in annotations
+        ]
+        return None, problems
+    name = str(name)
+    if not _LABEL_VALUE.fullmatch(name):
+        problems.append(
+            f"{ANN_GROUP}: {name!r} is not a valid label value (1-63 characters: letters, digits, "
+            "'-', '_', '.', starting and ending with a letter or digit)"
+        )
+    size = 0
+    raw_size = annotations.get(ANN_SIZE)
+    text = str(raw_size).strip() if raw_size is not None else ""
+    if raw_size is None:
+        problems.append(f"{ANN_SIZE}: missing; the number of pods in the group, an integer >= 1")
+    elif not text.isdigit() or not 1 <= int(text) <= _INT64_MAX:
+        problems.append(f"{ANN_SIZE}: {raw_size!r} is not an integer >= 1")
+    else:
+        size = int(text)
+    locality = str(annotations.get(ANN_LOCALITY, "required")).strip()
+    if locality not in LOCALITIES:
+        problems.append(
+            f"{ANN_LOCALITY}: {locality!r} is not valid; accepted values: {', '.join(LOCALITIES)}"
+        )
+    level = str(annotations.get(ANN_LEVEL, "auto")).strip()
+    if level != "auto" and level not in LEVELS:
+        problems.append(
+            f"{ANN_LEVEL}: {level!r} is not valid; accepted values: auto, {', '.join(LEVELS)}"
+        )
+    if problems:
+        return None, problems
+    return GroupSpec(name, size, locality, level), []  # type: ignore[arg-type]
+
+
+def kueue_managed(pod: Mapping[str, Any]) -> bool:
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    gates = spec.get("schedulingGates") or []
+    return KUEUE_QUEUE_LABEL in (meta.get("labels") or {}) or any(
+        str(g.get("name", "")).startswith(KUEUE_PREFIX) for g in gates if isinstance(g, Mapping)
+    )
+
+
+def admit_group(
+    pod: Mapping[str, Any],
+    operation: str,
+    largest_domain_gpus: Callable[[], int | None] = lambda: None,
+    pod_gpus: int = 0,
+) -> GroupAdmission:
+    """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
+
+    `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
+    fabric (None: unknown, no warning).
+    """
+    meta = pod.get("metadata") or {}
+    annotations: Mapping[str, Any] = meta.get("annotations") or {}
+    spec, problems = parse_group(annotations)
+    if operation == "CREATE" and ANN_PLACEMENT in annotations:
+        problems.append(f"{ANN_PLACEMENT}: written by the group placer; remove it from the pod")
+    if problems or spec is None:
+        return GroupAdmission(problems=problems)
+    labels: Mapping[str, Any] = meta.get("labels") or {}
+    if kueue_managed(pod):
+        return GroupAdmission(
+            warnings=[f"gpufabric: Kueue manages this pod; {ANN_GROUP} is left to Kueue"],
+            spec=spec,
+        )
+    if labels.get(LABEL_GROUP, spec.name) != spec.name:
+        return GroupAdmission(
+            problems=[
+                f"{ANN_GROUP}: {spec.name!r} differs from the pod's label "
+                f"{LABEL_GROUP}={labels[LABEL_GROUP]!r}; they must be equal"
+            ]
+        )
+    warnings = []
+    largest = largest_domain_gpus() if pod_gpus else None
+    if largest is not None and spec.size * pod_gpus > largest:
+        warnings.append(
+            f"gpufabric: group {spec.name} needs {spec.size * pod_gpus} GPUs, more than the "
+            f"largest spine domain ({largest}); it can only be spread"
+            + (" and, being required, waits" if spec.locality == "required" else "")
+        )
+    if operation != "CREATE":
+        return GroupAdmission(warnings=warnings, spec=spec)  # gates can only be set at creation
+    ops: list[dict[str, Any]] = []
+    if LABEL_GROUP not in labels:
+        if "labels" in meta and isinstance(meta["labels"], Mapping):
+            path = f"/metadata/labels/{escape_key(LABEL_GROUP)}"
+            ops.append({"op": "add", "path": path, "value": spec.name})
+        else:
+            ops.append({"op": "add", "path": "/metadata/labels", "value": {LABEL_GROUP: spec.name}})
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates or []):
+        if isinstance(gates, list):
+            ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})
+        else:
+            ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]})
+    return GroupAdmission(ops=ops, warnings=warnings, spec=spec)

@@ -1,0 +1,227 @@
+"""The placer's capacity view: which GPUs are free on which node, and which domain a node is in.
+
+Kept current incrementally from Node and Pod events (placer.py). A node counts only while it is
+Ready, schedulable and not fabric-degraded; its taints are checked per pod (selector.py). Used GPUs
+are the requests of every non-terminal pod bound to the node, plus the GPUs promised to group
+members that the placer ungated but the scheduler has not bound yet, so that two groups are
+never promised the same free GPUs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from common import api
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.selector import Selector
+
+_MEMO_LIMIT = 512  # distinct pod shapes remembered per node generation
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """Only what placement reads, so a heartbeat-only Node update compares equal."""
+
+    name: str
+    labels: Mapping[str, str]
+    gpus: int  # allocatable nvidia.com/gpu
+    taints: tuple[Mapping[str, Any], ...]
+    why_not: str  # "" when the node may take new pods
+
+    @property
+    def usable(self) -> bool:
+        return not self.why_not
+
+
+def _quantity(value: object) -> int:
+    """An extended resource quantity is an integer; anything else counts as none."""
+    text = str(value).strip() if value is not None else ""
+    if text.endswith("k") and text[:-1].isdigit():
+        return int(text[:-1]) * 1000
+    return int(text) if text.isdigit() else 0
+
+
+def node_info(obj: Mapping[str, Any]) -> NodeInfo:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    ready = next(
+        (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
+        None,
+    )
+    why = ""
+    if meta.get("deletionTimestamp"):
+        why = "being deleted"
+    elif spec.get("unschedulable"):
+        why = "unschedulable (cordoned)"
+    elif ready != "True":
+        why = f"not Ready (Ready={ready or 'unknown'})"
+    elif labels.get(api.LABEL_FABRIC_HEALTH) == "degraded":
+        why = f"{api.LABEL_FABRIC_HEALTH}=degraded"
+    taints = tuple(
+        {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
+        for t in spec.get("taints") or []
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    )
+    gpus = _quantity((status.get("allocatable") or {}).get(api.GPU_RESOURCE))
+    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, why)
+
+
+def pod_gpus(spec: Mapping[str, Any]) -> int:
+    """GPUs the scheduler reserves for a pod: containers summed, init containers at their max."""
+
+    def one(c: Mapping[str, Any]) -> int:
+        res = c.get("resources") or {}
+        value = (res.get("requests") or {}).get(api.GPU_RESOURCE)
+        if value is None:  # extended resources: the request defaults to the limit
+            value = (res.get("limits") or {}).get(api.GPU_RESOURCE)
+        return _quantity(value)
+
+    main = sum(one(c) for c in spec.get("containers") or [])
+    init = [one(c) for c in spec.get("initContainers") or [] if c.get("restartPolicy") != "Always"]
+    sidecars = sum(
+        one(c) for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    )
+    return max([main + sidecars, *init])
+
+
+_NUM = re.compile(r"(\d+)")
+
+
+def fabric_order(value: str) -> tuple[tuple[int, str], ...]:
+    """Natural order of domain names (leaf-2 before leaf-10): the fabric's own order."""
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _NUM.split(value) if p)
+
+
+class CapacityView:
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
+        self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
+        self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
+        self._index: dict[Level, tuple[tuple[str, tuple[str, ...]], ...]] | None = None
+        self._eligible: dict[str, frozenset[str]] = {}
+        self.generation = 0  # bumps whenever a node changes in a way placement reads
+
+    # -- nodes -------------------------------------------------------------------------------
+    def put_node(self, obj: Mapping[str, Any]) -> None:
+        info = node_info(obj)
+        if self.nodes.get(info.name) != info:
+            self.nodes[info.name] = info
+            self._changed()
+
+    def delete_node(self, name: str) -> None:
+        if self.nodes.pop(name, None) is not None:
+            self._changed()
+
+    def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        self.nodes = {i.name: i for i in map(node_info, objs)}
+        self._changed()
+
+    def _changed(self) -> None:
+        self._index = None
+        self._eligible = {}
+        self.generation += 1
+
+    # -- pods --------------------------------------------------------------------------------
+    def _add(self, node: str, gpus: int) -> None:
+        self._taken[node] = self._taken.get(node, 0) + gpus
+
+    def _sub(self, entry: tuple[str, int] | None) -> None:
+        if entry is not None:
+            self._taken[entry[0]] = self._taken.get(entry[0], 0) - entry[1]
+
+    def put_pod(self, uid: str, node: str, gpus: int, active: bool) -> None:
+        """A pod's binding as the API reports it; a bound pod settles its promise."""
+        if node:
+            self._sub(self.promised.pop(uid, None))
+        self._sub(self.bound.pop(uid, None))
+        if node and active and gpus:
+            self.bound[uid] = (node, gpus)
+            self._add(node, gpus)
+
+    def delete_pod(self, uid: str) -> None:
+        self._sub(self.bound.pop(uid, None))
+        self._sub(self.promised.pop(uid, None))
+
+    def promise(self, uid: str, node: str, gpus: int) -> None:
+        self._sub(self.promised.pop(uid, None))
+        if uid not in self.bound and gpus:
+            self.promised[uid] = (node, gpus)
+            self._add(node, gpus)
+
+    def release(self, uid: str) -> None:
+        self._sub(self.promised.pop(uid, None))
+
+    # -- reads -------------------------------------------------------------------------------
+    def free(self, name: str) -> int:
+        info = self.nodes.get(name)
+        if info is None or not info.usable:
+            return 0
+        return max(0, info.gpus - self._taken.get(name, 0))
+
+    def levels(self) -> tuple[Level, ...]:
+        """Levels at least one node is labelled with, bottom -> top."""
+        index = self.index()
+        return tuple(level for level in LEVELS if index[level])
+
+    def index(self) -> dict[Level, tuple[tuple[str, tuple[str, ...]], ...]]:
+        """Per level: (domain, its nodes) in fabric order."""
+        if self._index is None:
+            built: dict[Level, dict[str, list[str]]] = {level: {} for level in LEVELS}
+            for name in sorted(self.nodes, key=fabric_order):
+                labels = self.nodes[name].labels
+                for level in LEVELS:
+                    domain = labels.get(level_key(level))
+                    if domain:
+                        built[level].setdefault(domain, []).append(name)
+            self._index = {
+                level: tuple(
+                    (d, tuple(members))
+                    for d, members in sorted(
+                        built[level].items(), key=lambda kv: fabric_order(kv[0])
+                    )
+                )
+                for level in LEVELS
+            }
+        return self._index
+
+    def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:
+        return next((nodes for d, nodes in self.index()[level] if d == domain), ())
+
+    def eligible(self, selector: Selector) -> frozenset[str]:
+        """Usable nodes the selector admits (memoized per node generation)."""
+        hit = self._eligible.get(selector.signature)
+        if hit is None:
+            if len(self._eligible) >= _MEMO_LIMIT:
+                self._eligible = {}
+            hit = frozenset(
+                n.name
+                for n in self.nodes.values()
+                if n.usable and selector.admits(n.name, n.labels, n.taints)
+            )
+            self._eligible[selector.signature] = hit
+        return hit
+
+    # -- gauges ------------------------------------------------------------------------------
+    def free_total(self, nodes: Sequence[str] | None = None) -> int:
+        return sum(self.free(n) for n in (self.nodes if nodes is None else nodes))
+
+    def fragmentation(self, level: Level) -> float:
+        """Share of free GPUs sitting in domains of this level that are not entirely free.
+
+        Those GPUs cannot take a job that needs a whole domain of the level (the issue's
+        "free GPUs in leaf domains unable to take a full-leaf job"). 0 = every free GPU is in a
+        completely free domain; 1 = no domain is completely free.
+        """
+        total = whole = 0
+        for _, nodes in self.index()[level]:
+            free = sum(self.free(n) for n in nodes)
+            total += free
+            if free and all(
+                self.nodes[n].usable and self.free(n) == self.nodes[n].gpus for n in nodes
+            ):
+                whole += free
+        return 0.0 if total == 0 else 1.0 - whole / total

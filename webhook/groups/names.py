@@ -1,0 +1,37 @@
+"""Names fixed by DESIGN.md "Group placement" and the Kueue names the placer must leave alone."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+ANN_GROUP: Final = "gpufabric.io/group"
+ANN_SIZE: Final = "gpufabric.io/group-size"
+ANN_LOCALITY: Final = "gpufabric.io/group-locality"
+ANN_LEVEL: Final = "gpufabric.io/group-level"
+ANN_PLACEMENT: Final = "gpufabric.io/placement"  # written by the placer: "<level>=<domain>"
+GROUP_ANNOTATIONS: Final = (ANN_GROUP, ANN_SIZE, ANN_LOCALITY, ANN_LEVEL, ANN_PLACEMENT)
+
+GATE: Final = "gpufabric.io/group"
+LABEL_GROUP: Final = "gpufabric.io/group"
+
+Level = Literal["leaf", "leaf-pair", "leaf-quad", "spine"]
+Locality = Literal["required", "preferred"]
+LEVELS: Final[tuple[Level, ...]] = ("leaf", "leaf-pair", "leaf-quad", "spine")  # bottom -> top
+LOCALITIES: Final[tuple[Locality, ...]] = ("required", "preferred")
+
+# Kueue manages pods that carry one of its gates or its queue label; the placer never touches them.
+KUEUE_PREFIX: Final = "kueue.x-k8s.io/"
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+PLACER_LEASE: Final = "gpufabric-placer"
+PLACER_FIELD_MANAGER: Final = "gpufabric-placer"
+
+
+def level_key(level: str) -> str:
+    """The node label that names a node's domain at this level."""
+    return f"gpufabric.io/{level}"
+
+
+def escape_key(key: str) -> str:
+    """A map key as one JSON Pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
