@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.groups.names import ANN_PLACEMENT, GATE, escape_key, level_key
-from webhook.groups.selector import required_terms
+from webhook.nodeselector import required_terms
 
 Op = dict[str, Any]
 _REQ = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -38,7 +38,7 @@ def affinity_ops(pod: Mapping[str, Any], expr: Mapping[str, Any]) -> list[Op]:
     node = affinity.get("nodeAffinity")
     if not isinstance(node, Mapping):
         return [{"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {_REQ: required}}]
-    terms = required_terms(spec)
+    terms = required_terms(pod)
     if not terms:  # absent (or empty, which the API does not accept anyway)
         return [{"op": "add", "path": f"/spec/affinity/nodeAffinity/{_REQ}", "value": required}]
     ops: list[Op] = []
