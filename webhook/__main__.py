@@ -12,6 +12,7 @@ import yaml
 
 from common import logs
 from common.logs import configure
+from webhook import topology
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--namespace", default=None, help="pod namespace (default: the pod's own)")
         p.add_argument("--cufile-configmap", metavar="NAME")
         p.add_argument("--inject-nccl-tuning", action="store_true")
+    topology.add_parser(sub)
     return parser
 
 
@@ -87,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             from webhook.serve import serve
 
             return asyncio.run(serve(args))
+        if args.command == "topology":
+            return topology.cmd_topology(args)
         from webhook.offline import cmd_offline
 
         return cmd_offline(args)

@@ -1,0 +1,185 @@
+"""Parse `ibnetdiscover` output (topology-file and `-p` ports formats) into a plain graph.
+
+Formats: rdma-core infiniband-diags/ibnetdiscover.c (see shared/notes/fabric_topology.md §1).
+Node ids are `S-`/`H-`/`R-` plus the 16-hex-digit GUID, as the dump prints them. Port GUIDs in
+parentheses are printed without zero padding, so every GUID is kept as an int.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from webhook.fabric.model import SourceError
+
+_NODE = re.compile(
+    r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
+)
+_PORT = re.compile(
+    r"^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
+    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?'
+    r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#.*)?$"
+)
+_KEY = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=", re.IGNORECASE)
+_GROUPING = re.compile(r"^(Chassis\s|Non-Chassis Nodes|Switch Nodes|Ca Nodes)", re.IGNORECASE)
+_PLINE = re.compile(
+    r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s+(\S+)\s+(\S+)"
+    r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s*\(\s*(.*)\s*\))?\s*(.*)$"
+)
+_PDESC = re.compile(r"^'(.*?)'\s+-\s+'(.*)'$")
+_MANAGED_SWITCH = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # MF0;<hostname>:<model>/U1
+_PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
+
+
+def node_id(prefix: str, guid: int) -> str:
+    return f"{prefix}-{guid:016x}"
+
+
+@dataclass(slots=True)
+class IbNode:
+    id: str  # S-/H-/R- plus the 16-hex-digit node GUID
+    guid: int
+    desc: str
+    line: int
+    port_guids: set[int] = field(default_factory=set)
+
+    @property
+    def is_switch(self) -> bool:
+        return self.id.startswith("S-")
+
+
+@dataclass(slots=True)
+class Dump:
+    format: str  # "topology" | "ports"
+    nodes: dict[str, IbNode] = field(default_factory=dict)
+    links: set[tuple[str, str]] = field(default_factory=set)  # unordered node pairs, a < b
+    generated: str = ""
+    skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
+
+    def link(self, a: str, b: str) -> None:
+        if a != b:  # loop-back cables on one switch say nothing about position
+            self.links.add((a, b) if a < b else (b, a))
+
+    def add(self, prefix: str, guid: int, desc: str, line: int) -> IbNode:
+        nid = node_id(prefix, guid)
+        node = self.nodes.get(nid)
+        if node is None:
+            node = self.nodes[nid] = IbNode(nid, guid, desc, line)
+        elif desc and not node.desc:
+            node.desc = desc
+        return node
+
+
+def switch_name(node: IbNode, unique_descs: set[str]) -> str:
+    """Readable name: the managed switch's hostname, a unique one-word description, or the id."""
+    desc = node.desc.strip()
+    m = _MANAGED_SWITCH.match(desc)
+    if m:
+        return m.group(1).strip()
+    if desc in unique_descs and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", desc):
+        return desc
+    return node.id
+
+
+def looks_like(text: str) -> str | None:
+    """ "topology" or "ports" when the text reads as ibnetdiscover output, else None."""
+    for line in text.splitlines()[:400]:
+        s = line.strip()
+        if _NODE.match(s) or s.lower().startswith(("switchguid=", "caguid=")):
+            return "topology"
+        if _PLINE.match(s):
+            return "ports"
+    return None
+
+
+def parse(text: str) -> Dump:
+    """The graph of the dump; SourceError naming the line for anything it cannot read."""
+    kind = looks_like(text)
+    if kind is None:
+        raise SourceError("not ibnetdiscover output: no Switch/Ca node line and no -p port line")
+    dump = _parse_ports(text) if kind == "ports" else _parse_topology(text)
+    if not any(n.is_switch for n in dump.nodes.values()):
+        raise SourceError(
+            "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
+        )
+    return dump
+
+
+def _parse_topology(text: str) -> Dump:
+    dump = Dump("topology")
+    current: IbNode | None = None
+    started = False
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            current = None
+            continue
+        if line.startswith("#"):
+            started = True
+            m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
+            if m and not dump.generated:
+                dump.generated = m.group(1).strip()
+            continue
+        if _KEY.match(line) or _GROUPING.match(line):
+            started = True
+            continue
+        m = _NODE.match(line)
+        if m:
+            started = True
+            kind, _nports, prefix, guid, desc, _rest = m.groups()
+            if _PREFIX[kind] != prefix:
+                raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
+            current = dump.add(prefix, int(guid, 16), desc or "", no)
+            continue
+        p = _PORT.match(line)
+        if p and current is not None:
+            _port, own_guid, peer_prefix, peer_guid, _peer_port, peer_port_guid = p.groups()
+            peer = dump.add(peer_prefix, int(peer_guid, 16), "", no)
+            if own_guid:
+                current.port_guids.add(int(own_guid, 16))
+            if peer_port_guid:
+                peer.port_guids.add(int(peer_port_guid, 16))
+            dump.link(current.id, peer.id)
+            continue
+        if not started:
+            dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
+            continue
+        if p:
+            raise SourceError("port line outside a Switch/Ca block", no, raw)
+        raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
+    return dump
+
+
+def _parse_ports(text: str) -> Dump:
+    dump = Dump("ports")
+    started = False
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _PLINE.match(line)
+        if not m:
+            if not started:
+                dump.skipped.append(no)
+                continue
+            raise SourceError("cannot read this line as an `ibnetdiscover -p` port line", no, raw)
+        started = True
+        kind, _lid, _port, guid, _w, _s, pkind, _plid, _pport, pguid, descs, tail = m.groups()
+        own_desc, peer_desc = _descs(descs, tail)
+        # -p prints port GUIDs; a switch's port 0 GUID is its node GUID.
+        own = dump.add(_PREFIX[kind], int(guid, 16), own_desc, no)
+        own.port_guids.add(int(guid, 16))
+        if pkind and pguid:
+            peer = dump.add(_PREFIX[pkind], int(pguid, 16), peer_desc, no)
+            peer.port_guids.add(int(pguid, 16))
+            dump.link(own.id, peer.id)
+    return dump
+
+
+def _descs(descs: str | None, tail: str) -> tuple[str, str]:
+    if descs:
+        m = _PDESC.match(descs.strip())
+        if m:
+            return m.group(1).strip(), m.group(2).strip()
+        return descs.strip().strip("'"), ""
+    return tail.strip().strip("'").strip(), ""

@@ -1,0 +1,93 @@
+"""Names: natural sort, valid label values, Slurm hostlist expressions."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+_DIGITS = re.compile(r"(\d+)")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)$")
+_BAD_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key with digit runs compared as numbers, so `leaf2` < `leaf10`."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part.lower())
+        for part in _DIGITS.split(name)
+        if part
+    )
+
+
+def natural_sorted(names: Iterable[str]) -> list[str]:
+    return sorted(names, key=lambda n: (natural_key(n), n))
+
+
+def label_value(raw: str) -> str:
+    """`raw` itself when it is a valid label value; otherwise a readable prefix plus a hash of raw.
+
+    The hash is over the raw name, so two names that differ only in characters a label cannot
+    hold still get different values.
+    """
+    if _LABEL_VALUE.match(raw):
+        return raw
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+    prefix = _BAD_CHARS.sub("-", raw)[:52].strip("-._")
+    return f"{prefix}-{digest}" if prefix else f"x{digest}"
+
+
+def is_label_value(value: str) -> bool:
+    return bool(_LABEL_VALUE.match(value))
+
+
+def _split_top(expr: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in expr:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced ']' in hostlist {expr!r}")
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth:
+        raise ValueError(f"unbalanced '[' in hostlist {expr!r}")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _expand_range(spec: str, expr: str) -> list[str]:
+    out: list[str] = []
+    for item in spec.split(","):
+        item = item.strip()
+        lo, sep, hi = item.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"bad range {item!r} in hostlist {expr!r}")
+        start, end = int(lo), int(hi) if sep else int(lo)
+        if end < start or end - start > 100_000:
+            raise ValueError(f"bad range {item!r} in hostlist {expr!r}")
+        width = len(lo) if lo.startswith("0") else 0
+        out += [str(i).zfill(width) for i in range(start, end + 1)]
+    return out
+
+
+def _expand_one(word: str) -> list[str]:
+    m = re.search(r"\[([^\[\]]*)\]", word)
+    if not m:
+        if "[" in word or "]" in word:
+            raise ValueError(f"unbalanced brackets in hostlist {word!r}")
+        return [word]
+    head, tail = word[: m.start()], word[m.end() :]
+    return [head + n + t for n in _expand_range(m.group(1), word) for t in _expand_one(tail)]
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Slurm hostlist expression (`tux[0-3,12],gpu7`) -> names in order; ValueError if malformed."""
+    return [name for word in _split_top(expr) for name in _expand_one(word)]

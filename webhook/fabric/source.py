@@ -1,0 +1,58 @@
+"""Pick the format (from the ConfigMap key or file name, else from the content) and derive."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import yaml
+
+from webhook.fabric import ibfabric, ibnet, slurm, static
+from webhook.fabric.join import NodeGuids
+from webhook.fabric.model import Fabric, SourceError
+
+KEYS = ("ibnetdiscover", "topology.conf", "topology.yaml", "nodes.yaml")  # ConfigMap keys (DESIGN)
+
+
+def detect(text: str, name: str = "") -> str:
+    """One of KEYS, from the key/file name when it says, else from the content."""
+    base = name.rsplit("/", 1)[-1]
+    if base in KEYS:
+        return base
+    if ibnet.looks_like(text):
+        return "ibnetdiscover"
+    if slurm.looks_like_conf(text):
+        return "topology.conf"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None
+    if slurm.looks_like_yaml(data):
+        return "topology.yaml"
+    if static.looks_like(data):
+        return "nodes.yaml"
+    raise SourceError(
+        "unknown topology format: expected ibnetdiscover output, a Slurm topology.conf or "
+        "topology.yaml, or a gpufabric nodes.yaml"
+    )
+
+
+def derive(text: str, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
+    """The fabric described by `text`; `nodes` (node -> HCA GUIDs) joins an ibnetdiscover dump."""
+    fmt = detect(text, name)
+    if fmt == "ibnetdiscover":
+        return ibfabric.derive(ibnet.parse(text), nodes)
+    if fmt == "topology.conf":
+        return slurm.parse_conf(text)
+    if fmt == "topology.yaml":
+        return slurm.parse_yaml(text)
+    return static.parse(text)
+
+
+def configmap_source(data: Mapping[str, str]) -> tuple[str, str] | None:
+    """(key, text) of the ConfigMap's topology entry; None when it has none."""
+    present = [k for k in KEYS if data.get(k, "").strip()]
+    if len(present) > 1:
+        raise SourceError(
+            f"ConfigMap has more than one topology key ({', '.join(present)}); keep one"
+        )
+    return (present[0], data[present[0]]) if present else None
