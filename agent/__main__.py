@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agent import gather
 from agent.config import RunConfig, build_parser
+from agent.hca_select import split_patterns
 from agent.host import HostReader
 from agent.nvml import NullNvml, NvmlBackend, NvmlUnavailable, SnapshotNvml, snapshot_of
 from agent.output import render_as
@@ -49,7 +50,8 @@ def probe_config(
     return ProbeConfig(
         nccl_topo=str(topo) if topo else None,
         cufile_env_path=str(cufile) if cufile else None,
-        hca_exclude=tuple(args.hca_exclude or meta_options.get("hcaExclude") or ()),  # type: ignore[arg-type]
+        hca_exclude=split_patterns(args.hca_exclude or meta_options.get("hcaExclude") or ()),  # type: ignore[arg-type]
+        hca_include=split_patterns(args.hca_include or meta_options.get("hcaInclude") or ()),  # type: ignore[arg-type]
     )
 
 
@@ -90,6 +92,7 @@ def cmd_gather(args: argparse.Namespace) -> int:
             "ncclTopo": config.nccl_topo,
             "cufileEnvPath": config.cufile_env_path,
             "hcaExclude": list(config.hca_exclude),
+            "hcaInclude": list(config.hca_include),
         },
         "provenance": args.note or f"gathered on {args.node_name} by gpufabric-agent gather",
     }
@@ -117,7 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         nccl_topo=args.nccl_topo,
         cufile_env_path=args.cufile_env_path,
-        hca_exclude=tuple(args.hca_exclude),
+        hca_exclude=split_patterns(args.hca_exclude),
+        hca_include=split_patterns(args.hca_include),
         udev=not args.no_udev,
     )
     return asyncio.run(run_forever(config, nvml_backend(args.nvml)))

@@ -1,51 +1,40 @@
 """Probe results -> GpuNodeStatus. Pure: no I/O, no clock (the caller passes `now`).
 
-Every list is sorted by its key so that an unchanged node gives a byte-identical status.
+Every list is sorted by its key so that an unchanged node gives a byte-identical status. The parts
+live beside this module: islands (NVLink), hca_select (compute fabric), conditions, summary.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import itertools
-import re
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Generic, Literal, TypeVar
+from dataclasses import dataclass, replace
+from typing import Literal
 
+from agent.conditions import conditions, find_faults
+from agent.hca_select import Candidate, select
+from agent.islands import islands, nvlink_from_nvml
 from agent.nvml import NvmlGpu, NvmlInventory, normalize_bus_id
 from agent.probes.gds import GdsProbe
 from agent.probes.nccl_topo import NcclTopo
 from agent.probes.pci import PciFunction, PciTree
 from agent.probes.rdma import RdmaProbe
+from agent.results import Options, Outcome, ProbeResults
+from agent.summary import natural, summarize
 from agent.topology import Locality, closest
-from common import api
-from common.labels import hca_profile
 from common.model import (
-    Condition,
     Fabric,
     Gpu,
     GpuDirect,
     Hca,
-    HcaPort,
     NearHca,
-    NetworkPosition,
     NodeStatus,
-    NvLink,
-    NvLinkIsland,
-    NvLinkPeer,
     NvmePeer,
     RdmaSupport,
     StorageSupport,
-    Summary,
 )
 
-T = TypeVar("T")
+__all__ = ["Assembled", "Options", "Outcome", "Place", "ProbeResults", "assemble"]
 
-# NVML_NVLINK_VERSION_* enum -> NVLink generation (pynvml: 1_0=1, 2_0=2, 2_2=3, 3_0=4, 3_1=5, ...).
-NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
-# Bidirectional GB/s per link by generation: A100 12 x 50 = 600, H100 18 x 50 = 900, B200 18 x 100.
-NVLINK_LINK_GBPS = {1: 40, 2: 50, 3: 50, 4: 50, 5: 100, 6: 200}
 FABRIC_STATE_COMPLETED = 3
 # Names for GPUs seen on PCI only (no NVML); the PCI device id is all we have then.
 PCI_GPU_NAMES = {
@@ -62,32 +51,6 @@ PCI_GPU_NAMES = {
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome(Generic[T]):
-    """A probe's value, or why there is none (reason: CamelCase word, message: for people)."""
-
-    value: T | None
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeResults:
-    pci: Outcome[PciTree]
-    nvml: Outcome[NvmlInventory]
-    rdma: Outcome[RdmaProbe]
-    gds: Outcome[GdsProbe]
-    topo: Outcome[NcclTopo] = Outcome(None, "NotConfigured")
-    network: NetworkPosition = field(default_factory=NetworkPosition)
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    now: str = "1970-01-01T00:00:00Z"
-    previous: Mapping[str, Condition] = field(default_factory=dict)
-    hca_exclude: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class Place:
     label: str  # GPU0, NIC3, NVME1 (the table's names)
     name: str  # device name: GPU index, mlx5_0, nvme0
@@ -101,11 +64,6 @@ class Assembled:
     places: tuple[Place, ...]
 
 
-def natural(name: str) -> tuple[object, ...]:
-    """mlx5_2 before mlx5_10."""
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
-
-
 def _locality(pci: PciTree | None, topo: NcclTopo | None, bus_id: str) -> Locality:
     if topo is not None and bus_id in topo.devices:
         return topo.devices[bus_id]
@@ -115,35 +73,6 @@ def _locality(pci: PciTree | None, topo: NcclTopo | None, bus_id: str) -> Locali
 
 def _pcie_root(function: PciFunction | None) -> str:
     return function.locality.root if function is not None else ""
-
-
-def _nvlink(gpu: NvmlGpu, gpu_by_bus: Mapping[str, int]) -> NvLink | None:
-    if not gpu.links:
-        return None
-    active = [link for link in gpu.links if link.active]
-    versions = sorted({NVLINK_GENERATION.get(link.version or 0, 0) for link in active})
-    generation = versions[-1] if versions else 0
-    per_peer: Counter[tuple[str, str]] = Counter()
-    for link in active:
-        bus = normalize_bus_id(link.remote_bus_id or "unknown")
-        kind = "GPU" if bus in gpu_by_bus else link.remote_type
-        per_peer[(bus, kind)] += 1
-    peers = tuple(
-        NvLinkPeer(
-            pci_bus_id=bus,
-            type=kind,  # type: ignore[arg-type]
-            links=count,
-            gpu=gpu_by_bus.get(bus),
-        )
-        for (bus, kind), count in sorted(per_peer.items())
-    )
-    return NvLink(
-        version=generation,
-        active_links=len(active),
-        total_links=len(gpu.links),
-        bandwidth_gbps=len(active) * NVLINK_LINK_GBPS.get(generation, 0),
-        peers=peers,
-    )
 
 
 def _fabric(gpu: NvmlGpu) -> Fabric | None:
@@ -186,7 +115,7 @@ def _gpus_from_nvml(inv: NvmlInventory, pci: PciTree | None, topo: NcclTopo | No
                 local_cpus=place.local_cpus,
                 pcie_link_speed=function.link_speed if function else "",
                 pcie_link_width=function.link_width if function else 0,
-                nvlink=_nvlink(g, gpu_by_bus),
+                nvlink=nvlink_from_nvml(g, gpu_by_bus),
                 fabric=_fabric(g),
             )
         )
@@ -213,42 +142,6 @@ def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
             )
         )
     return gpus
-
-
-def islands(gpus: list[Gpu]) -> tuple[NvLinkIsland, ...]:
-    """GPUs that reach each other over NVLink, directly or through an NVSwitch."""
-    parent = {g.index: g.index for g in gpus}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    switched: list[int] = []
-    for g in gpus:
-        for peer in g.nvlink.peers if g.nvlink else ():
-            if peer.gpu is not None and peer.gpu in parent:
-                parent[find(g.index)] = find(peer.gpu)
-            elif peer.type == "NVSwitch" and g.index not in switched:
-                switched.append(g.index)
-    for a, b in itertools.pairwise(switched):
-        parent[find(a)] = find(b)
-    groups: dict[int, list[int]] = {}
-    for g in gpus:
-        groups.setdefault(find(g.index), []).append(g.index)
-    bandwidth = {g.index: g.nvlink.bandwidth_gbps if g.nvlink else 0 for g in gpus}
-    members = sorted((sorted(m) for m in groups.values() if len(m) > 1), key=lambda m: m[0])
-    return tuple(
-        NvLinkIsland(id=i, gpus=tuple(m), bandwidth_gbps=min(bandwidth[x] for x in m))
-        for i, m in enumerate(members)
-    )
-
-
-def _port_faulty(port: HcaPort) -> bool:
-    # An administratively disabled port is a choice, not a fault; a port that is cabled but not
-    # ACTIVE (Polling, LinkErrorRecovery, INIT/ARMED without an SM) is.
-    return port.state != "ACTIVE" and port.phys_state != "Disabled"
 
 
 def _hcas(
@@ -279,17 +172,32 @@ def _hcas(
     return hcas
 
 
-def _condition(ctype: str, ok: bool, reason: str, message: str, opts: Options) -> Condition:
-    status: Literal["True", "False"] = "True" if ok else "False"
-    previous = opts.previous.get(ctype)
-    since = (
-        previous.last_transition_time
-        if previous is not None and previous.status == status
-        else opts.now
-    )
-    return Condition(
-        type=ctype, status=status, reason=reason, message=message, last_transition_time=since
-    )
+def _compute_fabric(
+    hcas: list[Hca],
+    hca_places: Mapping[str, Locality],
+    gpu_places: Mapping[str, Locality],
+    opts: Options,
+) -> list[Hca]:
+    """Mark each HCA as compute fabric or not, saying why (see agent.hca_select)."""
+    known_gpus = {k: v for k, v in gpu_places.items() if v.root}
+    candidates = []
+    for h in hcas:
+        place = hca_places.get(h.name)
+        dist = closest(place, known_gpus)[0] if place is not None and place.root else None
+        candidates.append(
+            Candidate(
+                name=h.name,
+                ports=h.ports,
+                card="/".join(x for x in (h.model, h.board_id) if x),
+                on_pci=bool(h.pci_bus_id),
+                gpu_distance=dist,
+            )
+        )
+    choice = select(candidates, include=opts.hca_include, exclude=opts.hca_exclude)
+    return [
+        replace(h, compute_fabric=choice[h.name].compute_fabric, selection=choice[h.name].selection)
+        for h in hcas
+    ]
 
 
 def _storage(gds: GdsProbe | None, nvme: tuple[NvmePeer, ...]) -> StorageSupport:
@@ -325,6 +233,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
     hca_places = {h.name: _locality(pci, topo, h.pci_bus_id) for h in hcas if h.pci_bus_id}
     nvme_list = sorted(gds.nvme, key=lambda x: natural(x.name)) if gds is not None else []
     nvme_places = {n.name: _locality(pci, topo, n.pci_bus_id) for n in nvme_list}
+    hcas = _compute_fabric(hcas, hca_places, gpu_places, opts)
 
     with_hcas = []
     for g in gpus:
@@ -355,64 +264,15 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         capable=gdr and bool(hcas),
     )
     island_list = islands(gpus)
-
-    # Summary: exactly what the labels are made from.
-    usable = sorted(
-        (
-            h.name
-            for h in hcas
-            if h.gdr_capable
-            and any(p.state == "ACTIVE" for p in h.ports)
-            and not any(fnmatch.fnmatchcase(h.name, pat) for pat in opts.hca_exclude)
-        ),
-        key=natural,
-    )
-    rdma_ports = sum(1 for h in hcas if h.name in usable for p in h.ports if p.state == "ACTIVE")
-    biggest = max(island_list, key=lambda i: (len(i.gpus), i.bandwidth_gbps), default=None)
-    numa_counts = Counter(g.numa_node for g in gpus)
-    cufile: Literal["true", "compat", "false"] = (
-        "true" if storage.cu_file_enabled else "compat" if storage.compat_mode else "false"
-    )
-
-    faults: list[str] = []
-    if results.nvml.value is None and gpus:
-        faults.append(f"NVML unavailable ({results.nvml.reason})")
-    for g in gpus:
-        if g.nvlink and 0 < g.nvlink.active_links < g.nvlink.total_links:
-            faults.append(
-                f"GPU {g.index} NVLink partial: {g.nvlink.active_links}/{g.nvlink.total_links}"
-            )
-    if inv is not None:
-        for ng in inv.gpus:
-            if ng.fabric and ng.fabric.state == FABRIC_STATE_COMPLETED and ng.fabric.status != 0:
-                faults.append(f"GPU {ng.index} NVLink fabric registration failed")
-    for h in hcas:
-        for p in h.ports:
-            if _port_faulty(p):
-                faults.append(f"{h.name} port {p.port} {p.state}/{p.phys_state}")
-
-    summary = Summary(
-        gpu_count=len(gpus),
-        nvlink_island_size=len(biggest.gpus) if biggest else 0,
-        nvlink_bandwidth_gbps=biggest.bandwidth_gbps if biggest else 0,
-        numa_gpus_max=max(numa_counts.values(), default=0),
-        rdma=rdma_support.capable and rdma_ports > 0,
-        rdma_ports=rdma_ports,
-        usable_hcas=tuple(usable),
-        hca_profile=hca_profile(usable),
-        cufile=cufile,
-        fabric_health="degraded" if faults else "ok",
-    )
-
-    conditions = _conditions(results, gpus, hcas, storage, faults, opts)
+    faults = find_faults(results, gpus, hcas)
     status = NodeStatus(
         gpus=tuple(gpus),
         nvlink_islands=island_list,
         hcas=tuple(hcas),
         gpudirect=GpuDirect(rdma=rdma_support, storage=storage),
         network=results.network,
-        summary=summary,
-        conditions=conditions,
+        summary=summarize(gpus, island_list, hcas, rdma_support, storage, faults),
+        conditions=conditions(results, gpus, hcas, storage, faults, opts),
     )
     places = (
         [Place(f"GPU{g.index}", str(g.index), g.pci_bus_id, gpu_places[str(g.index)]) for g in gpus]
@@ -426,91 +286,3 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         ]
     )
     return Assembled(status=status, places=tuple(places))
-
-
-def _conditions(
-    results: ProbeResults,
-    gpus: list[Gpu],
-    hcas: list[Hca],
-    storage: StorageSupport,
-    faults: list[str],
-    opts: Options,
-) -> tuple[Condition, ...]:
-    conds = []
-    nvml = results.nvml
-    if nvml.value is not None:
-        errs = [f"GPU {g.index}: {e}" for g in nvml.value.gpus for e in g.errors]
-        msg = f"driver {nvml.value.driver_version}, {len(nvml.value.gpus)} GPUs"
-        if errs:
-            msg += "; field errors: " + "; ".join(errs[:5])
-        conds.append(_condition(api.COND_NVML, True, "Initialized", msg, opts))
-    else:
-        found = f"; {len(gpus)} NVIDIA GPUs found on PCI" if gpus else ""
-        conds.append(_condition(api.COND_NVML, False, nvml.reason, nvml.message + found, opts))
-
-    pci = results.pci
-    if pci.value is not None:
-        where = (
-            f" (locality from NCCL topology {results.topo.value.path})"
-            if results.topo.value
-            else ""
-        )
-        if results.topo.value is None and results.topo.reason not in ("", "NotConfigured"):
-            where = f" (NCCL topology file ignored: {results.topo.message})"
-        probs = "; ".join(pci.value.problems[:5])
-        msg = f"{len(pci.value.functions)} PCI functions of interest{where}"
-        conds.append(
-            _condition(api.COND_PCIE, True, "Probed", msg + (f"; {probs}" if probs else ""), opts)
-        )
-    else:
-        conds.append(_condition(api.COND_PCIE, False, pci.reason, pci.message, opts))
-
-    rdma = results.rdma
-    if rdma.value is not None:
-        probs = "; ".join(rdma.value.problems[:5])
-        reason = "Probed" if hcas else "NoRdmaDevices"
-        msg = f"{len(hcas)} RDMA devices" + (f"; {probs}" if probs else "")
-        conds.append(_condition(api.COND_RDMA, True, reason, msg, opts))
-    else:
-        conds.append(_condition(api.COND_RDMA, False, rdma.reason, rdma.message, opts))
-
-    gds = results.gds
-    if gds.value is None:
-        conds.append(_condition(api.COND_GDS, False, gds.reason, gds.message, opts))
-    elif gds.value.config_error:
-        conds.append(
-            _condition(
-                api.COND_GDS,
-                False,
-                "ConfigInvalid",
-                f"{gds.value.config_path}: {gds.value.config_error}",
-                opts,
-            )
-        )
-    else:
-        mode = (
-            "GPUDirect"
-            if storage.cu_file_enabled
-            else "compatibility mode"
-            if storage.compat_mode
-            else "unavailable"
-        )
-        where = storage.config_path or "no cufile.json found"
-        fs = (
-            f"nvidia-fs {storage.nvidia_fs_version}"
-            if storage.nvidia_fs_version
-            else "nvidia-fs not loaded"
-        )
-        reason = "Probed" if storage.config_path else "NoConfig"
-        conds.append(_condition(api.COND_GDS, True, reason, f"cuFile {mode}; {where}; {fs}", opts))
-
-    conds.append(
-        _condition(
-            api.COND_FABRIC,
-            not faults,
-            "Healthy" if not faults else "Degraded",
-            "; ".join(faults[:8]) if faults else "all NVLinks and cabled RDMA ports up",
-            opts,
-        )
-    )
-    return tuple(conds)

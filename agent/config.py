@@ -39,6 +39,7 @@ class RunConfig:
     nccl_topo: str | None = None
     cufile_env_path: str | None = None
     hca_exclude: tuple[str, ...] = ()
+    hca_include: tuple[str, ...] = ()
     udev: bool = True
 
 
@@ -83,8 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
             "--hca-exclude",
             action="append",
             default=[],
-            metavar="GLOB",
-            help="HCA names not to offer for GPUDirect RDMA, e.g. a front-end NIC (repeatable)",
+            metavar="GLOB,...",
+            help="HCAs that are never compute fabric, e.g. a front-end NIC the rule missed "
+            "(comma list of names or globs, repeatable; default: none; see docs/install.md)",
+        )
+        p.add_argument(
+            "--hca-include",
+            action="append",
+            default=[],
+            metavar="GLOB,...",
+            help="when given, exactly these HCAs are compute fabric and the automatic rule is "
+            "off (comma list of names or globs, repeatable; default: the rule decides)",
         )
         p.add_argument(
             "--node-name",

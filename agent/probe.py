@@ -23,6 +23,7 @@ class ProbeConfig:
     nccl_topo: str | None = None  # host path of a vendor NCCL topology file
     cufile_env_path: str | None = None  # CUFILE_ENV_PATH_JSON as the node's workloads see it
     hca_exclude: tuple[str, ...] = ()
+    hca_include: tuple[str, ...] = ()
     network: NetworkPosition = field(default_factory=NetworkPosition)
 
 
@@ -78,7 +79,10 @@ def probe_node(
     results = run_probes(reader, nvml, config)
     out = asm.assemble(
         results,
-        options or asm.Options(now=utc_now(), hca_exclude=config.hca_exclude),
+        options
+        or asm.Options(
+            now=utc_now(), hca_exclude=config.hca_exclude, hca_include=config.hca_include
+        ),
     )
     log.debug("probed", extra={"seconds": round(time.perf_counter() - started, 4)})
     return out

@@ -51,6 +51,7 @@ class Agent:
         metrics: AgentMetrics | None = None,
         *,
         hca_exclude: tuple[str, ...] = (),
+        hca_include: tuple[str, ...] = (),
         clock: Callable[[], str] = utc_now,
         backoff: Backoff = Backoff(),
         rng: random.Random | None = None,
@@ -60,6 +61,7 @@ class Agent:
         self.publisher = publisher
         self.metrics = metrics or AgentMetrics()
         self.hca_exclude = hca_exclude
+        self.hca_include = hca_include
         self.clock = clock
         self.backoff = backoff
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
@@ -88,7 +90,12 @@ class Agent:
         """Probe and publish if changed. Returns False when the publish failed (retry later)."""
         started = time.perf_counter()
         result = self.prober(
-            Options(now=self.clock(), previous=self.previous, hca_exclude=self.hca_exclude)
+            Options(
+                now=self.clock(),
+                previous=self.previous,
+                hca_exclude=self.hca_exclude,
+                hca_include=self.hca_include,
+            )
         )
         self.metrics.probe_seconds.observe(time.perf_counter() - started)
         status = result.status
@@ -184,6 +191,7 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
         nccl_topo=config.nccl_topo,
         cufile_env_path=config.cufile_env_path,
         hca_exclude=config.hca_exclude,
+        hca_include=config.hca_include,
     )
 
     def prober(opts: Options) -> Assembled:
@@ -193,7 +201,14 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
     health = Health(max_age=max(60.0, 3 * config.resync_seconds))
     server = serve(config.metrics_port, metrics, health)
     publisher = KubePublisher(load_api_client(config.kubeconfig))
-    agent = Agent(config.node_name, prober, publisher, metrics, hca_exclude=config.hca_exclude)
+    agent = Agent(
+        config.node_name,
+        prober,
+        publisher,
+        metrics,
+        hca_exclude=config.hca_exclude,
+        hca_include=config.hca_include,
+    )
     await asyncio.to_thread(agent.adopt_existing)
 
     events: EventSource = QueueSource()

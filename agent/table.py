@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent.assemble import Assembled, Place
 from agent.topology import distance
-from common.model import Gpu
+from common.model import Gpu, Hca
 
 LEGEND = """Legend:
   X    = Self
@@ -57,10 +57,8 @@ def render(result: Assembled) -> str:
             ports = ", ".join(
                 f"port {x.port} {x.state} {x.rate_gbps:g} Gb/s {x.link_layer}" for x in hca.ports
             )
-            usable = (
-                " [usable for GPUDirect RDMA]" if hca.name in status.summary.usable_hcas else ""
-            )
-            lines.append(f"  {p.label}: {p.name} {hca.pci_bus_id} ({ports}){usable}")
+            lines.append(f"  {p.label}: {p.name} {hca.pci_bus_id} ({ports})")
+            lines.append(" " * (len(p.label) + 4) + _selection(hca, status.summary.usable_hcas))
     nvmes = [p for p in places if p.label.startswith("NVME")]
     if nvmes:
         lines += ["", "NVMe Legend:"]
@@ -76,6 +74,13 @@ def render(result: Assembled) -> str:
     for c in status.conditions:
         lines.append(f"  {c.type}={c.status} ({c.reason}): {c.message}")
     return "\n".join(lines) + "\n"
+
+
+def _selection(hca: Hca, usable: tuple[str, ...]) -> str:
+    if not hca.compute_fabric:
+        return f"not compute fabric: {hca.selection}"
+    now = "usable for GPUDirect RDMA" if hca.name in usable else "not usable now"
+    return f"compute fabric, {now}: {hca.selection}"
 
 
 def _cell(row: Place, col: Place, gpus: dict[str, Gpu]) -> str:

@@ -83,6 +83,7 @@ class HcaPort:
     phys_state: str  # LinkUp, Polling, Disabled, ...
     rate_gbps: float
     link_layer: str  # InfiniBand | Ethernet
+    guid: str = ""  # port GUID, sysfs form "xxxx:xxxx:xxxx:xxxx" (IB only; "" when unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,8 @@ class Hca:
     netdevs: tuple[str, ...] = ()
     gdr_capable: bool = False
     ports: tuple[HcaPort, ...] = ()
+    compute_fabric: bool = False  # one of the node's GPU-to-GPU fabric NICs (see agent.hca_select)
+    selection: str = ""  # why it counts or not, for people
 
 
 @dataclass(frozen=True, slots=True)

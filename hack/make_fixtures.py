@@ -448,6 +448,85 @@ def host_azure_ndv5(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[
     return {"inventory": inv.to_dict()}, {"ncclTopo": "/opt/microsoft/ndv5-topo.xml"}
 
 
+def host_azure_ndv4(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[str, object]]:
+    # Hyper-V vPCI like ndv5; lspci.nn.a100 (same bus ids as ndv4-topo.xml) adds the NVSwitch
+    # bridges and the accelerated-networking Ethernet VF (ConnectX-4 Lx VF at c941:00:02.0) that
+    # the topology file leaves out: the front-end NIC beside eight HDR InfiniBand VFs.
+    topo = (ref / "azure-nd-topo/ndv4-topo.xml").read_text()
+    lspci = (ref / "gpud-fixtures/lspci.nn.a100").read_text()
+    gpus = sorted(re.findall(r'busid="([0-9a-f:.]+)" class="0x0302', topo))
+    nics = sorted(re.findall(r'busid="([0-9a-f:.]+)" class="0x0207', topo))
+    assert all(bdf in lspci for bdf in gpus + nics), "lspci.nn.a100 and ndv4-topo.xml disagree"
+    vmbus = "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00"
+
+    def vpci(i: int, bdf: str, vendor: int, device: int, klass: int) -> None:
+        b.pci(
+            bdf,
+            root=f"pci{bdf[:4]}:00",
+            vendor=vendor,
+            device=device,
+            klass=klass,
+            numa=-1,
+            speed="16.0 GT/s PCIe",
+            prefix=f"{vmbus}/0000{bdf[:4]}-00{i:02x}-3130-3444-{i:012x}",
+        )
+
+    for i, bdf in enumerate(gpus):
+        vpci(i, bdf, 0x10DE, 0x20B2, 0x030200)
+    for i, bdf in enumerate(nics):
+        vpci(0x10 + i, bdf, 0x15B3, 0x101C, 0x020700)
+        b.hca(
+            f"mlx5_ib{i}",
+            bdf,
+            hca_type="MT4124",
+            fw="20.31.1014",
+            ports=(Port(1, "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand"),),
+            netdevs=(f"ib{i}",),
+        )
+    eth = re.search(r"^([0-9a-f:.]+) Ethernet controller .*\[15b3:1016\]", lspci, re.M)
+    assert eth is not None
+    vpci(0x20, eth.group(1), 0x15B3, 0x1016, 0x020000)
+    b.hca(
+        "mlx5_an0",
+        eth.group(1),
+        hca_type="MT4118",
+        fw="14.30.1224",
+        ports=(Port(1, "4: ACTIVE", "5: LinkUp", "40 Gb/sec (4X QDR)", "Ethernet"),),
+        netdevs=("enP51521s1",),
+    )
+    b.file("/opt/microsoft/ndv4-topo.xml", topo)
+    b.module("nvidia_peermem", "535.129.03")
+    b.file(
+        "/proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n",
+    )
+    b.file("/proc/sys/kernel/osrelease", "5.15.0-1053-azure\n")
+    switches = sorted(
+        f"{d.upper().zfill(8)}:00:00.0"
+        for d in re.findall(r"^([0-9a-f]{4}):00:00\.0 Bridge .*\[10de:1af1\]", lspci, re.M)
+    )
+    for i, bdf in enumerate(re.findall(r"^([0-9a-f:.]+) Bridge .*\[10de:1af1\]", lspci, re.M)):
+        vpci(0x30 + i, bdf, 0x10DE, 0x1AF1, 0x068000)
+    inv = NvmlInventory(
+        driver_version="535.129.03",
+        cuda_driver_version=12020,
+        gpus=tuple(
+            NvmlGpu(
+                index=i,
+                uuid=f"GPU-a100a4a4-0000-4000-8000-{i:012x}",
+                name="NVIDIA A100-SXM4-80GB",
+                pci_bus_id=f"0000{bdf.upper()}",
+                memory_total_bytes=81920 * (1 << 20),
+                compute_capability=(8, 0),
+                mig_mode=0,
+                links=nvswitch_links(12, 4, switches),
+            )
+            for i, bdf in enumerate(gpus)
+        ),
+    )
+    return {"inventory": inv.to_dict()}, {"ncclTopo": "/opt/microsoft/ndv4-topo.xml"}
+
+
 def host_aws_p4d(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[str, object]]:
     # Nitro VM: devices sit flat on one virtual root per bus; the switch layout is only in the file.
     topo = (ref / "aws-ofi-nccl-topo/p4d-24xl-topo.xml").read_text()
@@ -559,6 +638,14 @@ HOSTS = {
         "Azure ND H100 v5 VM: GPU and IB bus ids from "
         "azure-nd-topo/ndv5-topo.xml (shipped in the host at /opt/microsoft); Hyper-V "
         "vPCI sysfs layout with hidden NUMA; mlx5_ib* names of the Azure HPC image.",
+    ),
+    "azure-ndv4": (
+        host_azure_ndv4,
+        "Azure ND A100 v4 VM: GPU and IB VF bus ids from azure-nd-topo/ndv4-topo.xml (at "
+        "/opt/microsoft), NVSwitch bridges and the ConnectX-4 Lx Ethernet VF from "
+        "gpud-fixtures/lspci.nn.a100 (same bus ids); Hyper-V vPCI sysfs with hidden NUMA; "
+        "8x 200G HDR as Azure documents for NDv4. DERIVED: the Ethernet VF's name mlx5_an0, "
+        "its 40 Gb/s rate, firmware strings and GPU UUIDs are assumed.",
     ),
     "aws-p4d": (
         host_aws_p4d,

@@ -26,7 +26,7 @@ def probe_snapshot(snap: Snapshot, **config: object) -> Assembled:
         HostReader(snap.root),
         SnapshotNvml(snap.nvml),
         cfg,
-        Options(now=FIXED_NOW, hca_exclude=cfg.hca_exclude),
+        Options(now=FIXED_NOW, hca_exclude=cfg.hca_exclude, hca_include=cfg.hca_include),
     )
 
 

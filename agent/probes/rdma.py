@@ -1,7 +1,8 @@
 """RDMA devices from /sys/class/infiniband and GPUDirect RDMA kernel support.
 
 Formats (kernel drivers/infiniband/core/sysfs.c): state "4: ACTIVE", phys_state "5: LinkUp",
-rate "400 Gb/sec (4X NDR)", link_layer "InfiniBand" | "Ethernet". hca_type and board_id are mlx5's.
+rate "400 Gb/sec (4X NDR)", link_layer "InfiniBand" | "Ethernet", gids/0 "%pI6"
+("fe80:0000:0000:0000:946d:ae03:00cd:e72c"). hca_type and board_id are mlx5's.
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ def parse_rate(text: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def port_guid(gid: str | None) -> str:
+    """GID 0 of an IB port -> its port GUID (the low 64 bits) in node_guid's sysfs form."""
+    groups = (gid or "").strip().split(":")
+    if len(groups) != 8 or not all(len(g) == 4 for g in groups):
+        return ""
+    low = [g.lower() for g in groups[4:]]
+    try:
+        if int("".join(low), 16) == 0:
+            return ""
+    except ValueError:
+        return ""
+    return ":".join(low)
+
+
 def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> HcaPort | None:
     try:
         number = int(name)
@@ -63,12 +78,16 @@ def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> HcaP
     rate = parse_rate(reader.read(f"{pbase}/rate"))
     if rate is None:
         problems.append(f"{pbase}/rate: missing or unparsable")
+    layer = reader.read(f"{pbase}/link_layer") or "Unknown"
+    # On RoCE, GID 0 is derived from the MAC, not a port GUID a subnet manager knows.
+    guid = port_guid(reader.read(f"{pbase}/gids/0")) if layer == "InfiniBand" else ""
     return HcaPort(
         port=number,
         state=_word(reader.read(f"{pbase}/state")),
         phys_state=_word(reader.read(f"{pbase}/phys_state")),
         rate_gbps=rate or 0.0,
-        link_layer=reader.read(f"{pbase}/link_layer") or "Unknown",
+        link_layer=layer,
+        guid=guid,
     )
 
 

@@ -49,17 +49,8 @@ def test_hgx_h100_hcas_match_ibstat(probed: dict[str, Assembled]) -> None:
     )
     assert [hcas[n].ports[0].state for n in ("mlx5_2", "mlx5_7", "mlx5_8")] == ["DOWN"] * 3
     summary = probed["hgx-h100"].status.summary
-    assert summary.usable_hcas == (
-        "mlx5_0",
-        "mlx5_1",
-        "mlx5_3",
-        "mlx5_4",
-        "mlx5_5",
-        "mlx5_6",
-        "mlx5_9",
-        "mlx5_10",
-        "mlx5_11",
-    )
+    # mlx5_1 is ACTIVE but a 100G Ethernet front-end port, not a rail (test_compute_fabric).
+    assert summary.usable_hcas == tuple(f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11))
     # Disabled front-end ports are a choice, not a fault.
     assert summary.fabric_health == "ok"
 
@@ -71,7 +62,7 @@ def test_hgx_h100_labels(probed: dict[str, Assembled]) -> None:
     assert labels["gpufabric.io/nvlink-bandwidth-gbps"] == "900"
     assert labels["gpufabric.io/numa-gpus-max"] == "4"
     assert labels["gpufabric.io/rdma"] == "true"
-    assert labels["gpufabric.io/rdma-ports"] == "9"
+    assert labels["gpufabric.io/rdma-ports"] == "8"
     assert labels["gpufabric.io/cufile"] == "true"
     assert labels["gpufabric.io/fabric-health"] == "ok"
 

@@ -65,7 +65,7 @@ def test_probe_cli_from_snapshot_prints_table_and_labels(
     assert "NIC Legend:" in out and "NVMe Legend:" in out
     assert main(["probe", "--from", str(FIXTURES / "hgx-h100.tar.gz"), "-o", "labels"]) == 0
     labels = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
-    assert labels["gpufabric.io/rdma-ports"] == "9"
+    assert labels["gpufabric.io/rdma-ports"] == "8"  # eight rails; mlx5_1 is front-end
 
 
 def test_probe_cli_rejects_a_file_that_is_not_a_gather_archive(

@@ -17,6 +17,7 @@ class Port:
     phys_state: str = "5: LinkUp"
     rate: str = "400 Gb/sec (4X NDR)"
     link_layer: str = "InfiniBand"
+    guid: str = ""  # port GUID (sysfs form); IB ports default to the node GUID, as on mlx5
 
 
 class HostBuilder:
@@ -125,6 +126,9 @@ class HostBuilder:
             self.file(f"{pb}/phys_state", f"{p.phys_state}\n")
             self.file(f"{pb}/rate", f"{p.rate}\n")
             self.file(f"{pb}/link_layer", f"{p.link_layer}\n")
+            guid = p.guid or node_guid
+            if p.link_layer == "InfiniBand" and guid:
+                self.file(f"{pb}/gids/0", f"fe80:0000:0000:0000:{guid}\n")
         for ifname in netdevs:
             self.file(f"{dev}/net/{ifname}/address", "00:00:00:00:00:00\n")
             self.link(f"/sys/class/net/{ifname}", f"{dev}/net/{ifname}")

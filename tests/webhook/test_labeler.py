@@ -43,7 +43,9 @@ def test_labeler_follows_add_modify_delete_and_leaves_other_labels() -> None:
     h100 = STATUSES["hgx-h100"]
     degraded = STATUSES["hgx-roce-degraded"]
     assert labeler.handle({"type": "ADDED", "object": obj("gpu-1", h100, "1")}) == "applied"
-    assert nodes.labels["gpu-1"]["gpufabric.io/rdma-ports"] == "9"
+    assert (
+        nodes.labels["gpu-1"]["gpufabric.io/rdma-ports"] == "8"
+    )  # eight rails; the 100G front-end port does not count
     assert labeler.handle({"type": "MODIFIED", "object": obj("gpu-1", h100, "2")}) == "unchanged"
     assert labeler.handle({"type": "MODIFIED", "object": obj("gpu-1", degraded, "3")}) == "applied"
     assert nodes.labels["gpu-1"]["gpufabric.io/fabric-health"] == "degraded"

@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from certs.pki import make_ca, make_serving
-from tests.webhook.helpers import golden_cache, pod, review
+from tests.webhook.helpers import GOLDEN, golden_cache, pod, review
 from webhook.cache import FabricCache
 from webhook.placement import Settings
 from webhook.server import CertReloader, make_app, tls_context
@@ -159,7 +159,7 @@ async def test_metrics_expose_outcomes_and_cache(client: TestClient[Any, Any]) -
     text = await (await client.get("/metrics")).text()
     assert "gpufabric_webhook_admission_duration_seconds_bucket" in text
     assert 'gpufabric_webhook_admissions_total{outcome="mutated"}' in text or "warned" in text
-    assert "gpufabric_webhook_cache_nodes 7.0" in text
+    assert f"gpufabric_webhook_cache_nodes {len(list(GOLDEN.glob('*.yaml')))}.0" in text
 
 
 def write_pair(dir: Path, ca_name: str) -> tuple[Path, Path, Path]:

@@ -1,0 +1,57 @@
+"""The status summary: exactly the values the node labels are made from. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+from common.labels import hca_profile
+from common.model import Gpu, Hca, NvLinkIsland, RdmaSupport, StorageSupport, Summary
+
+
+def natural(name: str) -> tuple[object, ...]:
+    """mlx5_2 before mlx5_10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def usable_hcas(hcas: Sequence[Hca]) -> list[str]:
+    """Compute-fabric HCAs that can do GPUDirect RDMA now (at least one ACTIVE port)."""
+    return sorted(
+        (
+            h.name
+            for h in hcas
+            if h.compute_fabric and h.gdr_capable and any(p.state == "ACTIVE" for p in h.ports)
+        ),
+        key=natural,
+    )
+
+
+def summarize(
+    gpus: Sequence[Gpu],
+    island_list: Sequence[NvLinkIsland],
+    hcas: Sequence[Hca],
+    rdma: RdmaSupport,
+    storage: StorageSupport,
+    faults: Sequence[str],
+) -> Summary:
+    usable = usable_hcas(hcas)
+    rdma_ports = sum(1 for h in hcas if h.name in usable for p in h.ports if p.state == "ACTIVE")
+    biggest = max(island_list, key=lambda i: (len(i.gpus), i.bandwidth_gbps), default=None)
+    numa_counts = Counter(g.numa_node for g in gpus)
+    cufile: Literal["true", "compat", "false"] = (
+        "true" if storage.cu_file_enabled else "compat" if storage.compat_mode else "false"
+    )
+    return Summary(
+        gpu_count=len(gpus),
+        nvlink_island_size=len(biggest.gpus) if biggest else 0,
+        nvlink_bandwidth_gbps=biggest.bandwidth_gbps if biggest else 0,
+        numa_gpus_max=max(numa_counts.values(), default=0),
+        rdma=rdma.capable and rdma_ports > 0,
+        rdma_ports=rdma_ports,
+        usable_hcas=tuple(usable),
+        hca_profile=hca_profile(usable),
+        cufile=cufile,
+        fabric_health="degraded" if faults else "ok",
+    )
