@@ -177,13 +177,100 @@ def claim_crd() -> dict[str, Any]:
     )
 
 
+def fabric_crd() -> dict[str, Any]:
+    """GpuFabric: the derived cluster network (one object, `cluster`); written by the labeler."""
+    strings = {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}
+    count = {"type": "integer", "minimum": 0}
+    leaf = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "pair": {"type": "string"},
+            "quad": {"type": "string"},
+            "switches": strings,
+            "nodes": strings,
+        },
+        "required": ["name"],
+    }
+    spine = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "switches": strings,
+            "leaves": {"type": "array", "items": leaf, "x-kubernetes-list-type": "atomic"},
+        },
+        "required": ["name"],
+    }
+    condition = schema_for(Condition)
+    status = {
+        "type": "object",
+        "description": "Leaf, leaf-pair, leaf-quad and spine domains with their nodes, as the "
+        "labeler derived them from the topology source. Written by the labeler only.",
+        "properties": {
+            "source": {"type": "string"},
+            "summary": {
+                "type": "object",
+                "properties": {
+                    k: count for k in ("spines", "leaves", "nodes", "unplaced", "problems")
+                },
+            },
+            "tiers": {"type": "array", "items": count, "x-kubernetes-list-type": "atomic"},
+            "spines": {"type": "array", "items": spine, "x-kubernetes-list-type": "atomic"},
+            "unplaced": {
+                "type": "array",
+                "x-kubernetes-list-type": "atomic",
+                "items": {
+                    "type": "object",
+                    "properties": {"node": {"type": "string"}, "reason": {"type": "string"}},
+                    "required": ["node", "reason"],
+                },
+            },
+            "problems": strings,
+            "conditions": {
+                "type": "array",
+                "items": condition,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+            },
+        },
+    }
+    valid = '.status.conditions[?(@.type=="SourceValid")]'
+    return crd(
+        "GpuFabric",
+        "gpufabrics",
+        "Cluster",
+        ["gfab"],
+        {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "status": status,
+            },
+        },
+        printer=[
+            {"name": "Source", "type": "string", "jsonPath": ".status.source"},
+            {"name": "Valid", "type": "string", "jsonPath": f"{valid}.status"},
+            {"name": "Spines", "type": "integer", "jsonPath": ".status.summary.spines"},
+            {"name": "Leaves", "type": "integer", "jsonPath": ".status.summary.leaves"},
+            {"name": "Nodes", "type": "integer", "jsonPath": ".status.summary.nodes"},
+            {"name": "Unplaced", "type": "integer", "jsonPath": ".status.summary.unplaced"},
+            {"name": "Problems", "type": "integer", "jsonPath": ".status.summary.problems"},
+            {"name": "Message", "type": "string", "jsonPath": f"{valid}.message", "priority": 1},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+        status_subresource=True,
+    )
+
+
 def crd(
     kind: str,
     plural: str,
     scope: str,
     short: list[str],
     schema: dict[str, Any],
-    printer: list[dict[str, str]],
+    printer: list[dict[str, Any]],
     status_subresource: bool,
 ) -> dict[str, Any]:
     version: dict[str, Any] = {
@@ -220,6 +307,7 @@ def render() -> dict[str, str]:
         f"{api.NODE_STATUS_PLURAL}.yaml": header
         + yaml.safe_dump(node_status_crd(), sort_keys=False),
         f"{api.CLAIM_PLURAL}.yaml": header + yaml.safe_dump(claim_crd(), sort_keys=False),
+        "gpufabrics.yaml": header + yaml.safe_dump(fabric_crd(), sort_keys=False),
     }
 
 

@@ -192,7 +192,14 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-webhook") == [
         (("gpufabric.io",), ("gpunodestatuses", "gpuclaims"), (), ("list", "watch")),
     ]
-    assert rules("ClusterRole", "gpufabric-labeler") == [(("",), ("nodes",), (), ("get", "patch"))]
+    assert rules("ClusterRole", "gpufabric-labeler") == [
+        (("",), ("nodes",), (), ("get", "list", "patch", "watch")),
+        (("gpufabric.io",), ("gpufabrics",), (), ("create", "get", "patch")),
+        (("gpufabric.io",), ("gpufabrics/status",), (), ("get", "patch")),
+    ]
+    assert rules("Role", "gpufabric-topology") == [
+        (("",), ("configmaps",), ("gpufabric-topology",), ("get", "list", "watch")),
+    ]
     assert rules("Role", "gpufabric-labeler-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),
         (("coordination.k8s.io",), ("leases",), ("gpufabric-labeler",), ("get", "update")),

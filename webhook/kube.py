@@ -121,3 +121,99 @@ def run_leader_elected(
         except Exception as err:  # noqa: BLE001 - API server hiccup: campaign again shortly
             log.warning("leader election failed", extra={"error": str(err)})
         stop.wait(2)
+
+
+def configmap_list_watch(
+    api_client: client.ApiClient, namespace: str, name: str
+) -> tuple[Lister, Watcher]:
+    """List/watch one ConfigMap by name (RBAC can then be limited to that name)."""
+    core = client.CoreV1Api(api_client)
+    selector = f"metadata.name={name}"
+
+    def lister() -> tuple[list[Obj], str]:
+        data: Any = core.list_namespaced_config_map(
+            namespace, field_selector=selector, _request_timeout=_TIMEOUT
+        )
+        items = [api_client.sanitize_for_serialization(i) for i in data.items]
+        return items, str(data.metadata.resource_version or "")
+
+    def watcher(version: str) -> Iterable[Obj]:
+        w = watch.Watch()
+        try:
+            for event in w.stream(
+                core.list_namespaced_config_map,
+                namespace,
+                field_selector=selector,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+            ):
+                yield {"type": event["type"], "object": event["raw_object"]}
+        except ApiException as err:
+            if err.status == 410:
+                raise Gone() from err
+            raise
+
+    return lister, watcher
+
+
+def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
+    """List/watch Nodes (their labels feed --topology-labels)."""
+    core = client.CoreV1Api(api_client)
+
+    def lister() -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            data: Any = core.list_node(limit=500, _continue=token, _request_timeout=_TIMEOUT)
+            items += [api_client.sanitize_for_serialization(i) for i in data.items]
+            token = data.metadata._continue
+            if not token:
+                return items, str(data.metadata.resource_version or "")
+
+    def watcher(version: str) -> Iterable[Obj]:
+        w = watch.Watch()
+        try:
+            for event in w.stream(
+                core.list_node,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+            ):
+                yield {"type": event["type"], "object": event["raw_object"]}
+        except ApiException as err:
+            if err.status == 410:
+                raise Gone() from err
+            raise
+
+    return lister, watcher
+
+
+class KubeFabricApi:
+    """Server-side apply of the GpuFabric object: the object first (a status apply to an object
+    that does not exist is 404), then its status subresource."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.fabrics = DynamicClient(api_client).resources.get(
+            api_version=api.API_VERSION, kind="GpuFabric"
+        )
+        self.created = False
+
+    def apply(self, body: Mapping[str, Any]) -> None:
+        name = body["metadata"]["name"]
+        if not self.created:
+            self.fabrics.server_side_apply(
+                body={k: v for k, v in body.items() if k != "status"},
+                name=name,
+                field_manager=api.LABELER_FIELD_MANAGER,
+                force_conflicts=True,
+                _request_timeout=_TIMEOUT,
+            )
+            self.created = True
+        self.fabrics.status.server_side_apply(
+            body=dict(body),
+            name=name,
+            field_manager=api.LABELER_FIELD_MANAGER,
+            force_conflicts=True,
+            _request_timeout=_TIMEOUT,
+        )

@@ -1,0 +1,207 @@
+"""The fabric in the cluster: inputs from watches, re-derived off the watch threads, published.
+
+Watches (any thread) hand in the `gpufabric-topology` ConfigMap, each node's HCA GUIDs and, with
+`--topology-labels`, the node labels that preset reads. `refresh()` re-derives when something that
+matters changed: a status event that leaves a node's compute GUIDs as they were costs nothing.
+Bad input keeps the last good positions (never wipe the fleet's labels because of one bad edit);
+the GpuFabric condition says what is wrong. No ConfigMap and no preset: no network labels.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from common import api
+from webhook.fabric import join, render
+from webhook.fabric.levels import Positions
+from webhook.fabric.model import Fabric, SourceError
+from webhook.fabric.nodelabels import from_labels, levels_for
+from webhook.fabric.source import configmap_source, derive
+
+log = logging.getLogger(__name__)
+
+CONFIGMAP = "gpufabric-topology"
+KIND = "GpuFabric"
+PLURAL = "gpufabrics"
+OBJECT_NAME = "cluster"
+CONDITION = "SourceValid"
+_TOPOGRAPH_PREFIXES = ("fabric.topograph.run/", "network.topology.nvidia.com/")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class FabricController:
+    def __init__(self, topology_labels: str | None = None, now: Callable[[], str] = _now) -> None:
+        self.preset = topology_labels
+        self._now = now
+        self._lock = threading.Lock()
+        self._source: tuple[str, str] | None = None
+        self._source_error = ""
+        self._guids: dict[str, frozenset[int]] = {}
+        self._node_labels: dict[str, dict[str, str]] = {}
+        self._dirty = True
+        self._positions = Positions(Fabric("none"))
+        self._status: dict[str, Any] = {}
+        self._condition: dict[str, str] = {}
+        self._keys = self._relevant_keys()
+
+    # -- inputs (any thread) ---------------------------------------------------------------
+    def configmap(self, data: Mapping[str, str] | None) -> None:
+        """The ConfigMap's data (None: it does not exist)."""
+        try:
+            source, error = configmap_source(data or {}), ""
+        except SourceError as err:
+            source, error = None, str(err)
+        with self._lock:
+            if (source, error) != (self._source, self._source_error):
+                self._source, self._source_error, self._dirty = source, error, True
+
+    def status(self, name: str, status: Mapping[str, Any] | None) -> None:
+        """A GpuNodeStatus (None: deleted). Only its compute-fabric GUIDs matter here."""
+        guids = None if status is None else join.status_guids(status)
+        with self._lock:
+            if self._guids.get(name) == guids:
+                return
+            if guids is None:
+                self._guids.pop(name, None)
+            else:
+                self._guids[name] = guids
+            self._dirty = self._dirty or self._uses_guids()
+
+    def statuses(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
+        fresh = {name: join.status_guids(st) for name, st in items}
+        with self._lock:
+            if fresh != self._guids:
+                self._guids = fresh
+                self._dirty = self._dirty or self._uses_guids()
+
+    def node(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """A Node's labels (None: deleted); only the keys the preset reads are kept."""
+        if self.preset is None:
+            return
+        kept = None if labels is None else {k: v for k, v in labels.items() if self._wants(k)}
+        with self._lock:
+            if self._node_labels.get(name) == kept:
+                return
+            if kept is None:
+                self._node_labels.pop(name, None)
+            else:
+                self._node_labels[name] = kept
+            self._dirty = True
+
+    # -- outputs ---------------------------------------------------------------------------
+    def labels_for_node(self, name: str) -> Mapping[str, str]:
+        with self._lock:
+            positions = self._positions
+        return positions.labels_for_node(name)
+
+    def refresh(self) -> tuple[bool, dict[str, Any] | None]:
+        """Re-derive if an input changed: (labels changed, new GpuFabric body or None)."""
+        with self._lock:
+            if not self._dirty:
+                return False, None
+            self._dirty = False
+            source, error = self._source, self._source_error
+            guids, node_labels = dict(self._guids), dict(self._node_labels)
+        fabric, error = self._derive(source, error, guids, node_labels)
+        with self._lock:
+            old = self._positions
+            if fabric is not None:
+                self._positions = Positions(fabric)
+                self._status = render.status(fabric, self._positions)
+            changed = dict(old.placed) != dict(self._positions.placed)
+            self._set_condition(error, source is not None or self.preset is not None)
+            body = self.body()
+        if error:
+            log.warning("topology source rejected; labels kept", extra={"error": error})
+        return changed, body
+
+    def body(self) -> dict[str, Any]:
+        """The GpuFabric object (cluster-scoped, named `cluster`) for server-side apply."""
+        return {
+            "apiVersion": api.API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": OBJECT_NAME},
+            "status": {**self._status, "conditions": [dict(self._condition)]},
+        }
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _derive(
+        self,
+        source: tuple[str, str] | None,
+        error: str,
+        guids: dict[str, frozenset[int]],
+        node_labels: dict[str, dict[str, str]],
+    ) -> tuple[Fabric | None, str]:
+        if error:
+            return None, f"ConfigMap {CONFIGMAP}: {error}"
+        try:
+            if source is not None:
+                key, text = source
+                return derive(text, key, guids), ""
+            if self.preset is not None:
+                return from_labels(self.preset, node_labels), ""
+        except SourceError as err:
+            where = f"ConfigMap {CONFIGMAP} key {source[0]}" if source else "--topology-labels"
+            return None, f"{where}: {err}"
+        return Fabric("none"), ""
+
+    def _set_condition(self, error: str, configured: bool) -> None:
+        if error:
+            new = {"status": "False", "reason": "BadInput", "message": error}
+        elif not configured:
+            new = {
+                "status": "Unknown",
+                "reason": "NoSource",
+                "message": f"no ConfigMap {CONFIGMAP} and no --topology-labels: no network labels",
+            }
+        else:
+            new = {"status": "True", "reason": "Derived", "message": "positions derived"}
+        old = self._condition
+        since = old.get("lastTransitionTime") if old.get("status") == new["status"] else None
+        self._condition = {"type": CONDITION, **new, "lastTransitionTime": since or self._now()}
+
+    def _uses_guids(self) -> bool:
+        return self._source is not None and self._source[0] == "ibnetdiscover"
+
+    def _relevant_keys(self) -> frozenset[str]:
+        if self.preset is None or self.preset == "topograph":
+            return frozenset()
+        return frozenset(k for level in levels_for(self.preset, {}) for k in level)
+
+    def _wants(self, key: str) -> bool:
+        if self.preset == "topograph":
+            return key.startswith(_TOPOGRAPH_PREFIXES)
+        return key in self._keys
+
+
+def run(
+    controller: FabricController,
+    stop: threading.Event,
+    resync: Callable[[], None],
+    publish: Callable[[dict[str, Any]], None],
+    period: float = 1.0,
+) -> None:
+    """The leader's loop: re-derive at most once a `period`, relabel on change, publish on change
+    (a failed publish is retried next round)."""
+    published: dict[str, Any] | None = None
+    pending: dict[str, Any] | None = None
+    while not stop.is_set():
+        changed, body = controller.refresh()
+        if changed:
+            resync()
+        if body is not None and body != published:
+            pending = body
+        if pending is not None:
+            try:
+                publish(pending)
+                published, pending = pending, None
+            except Exception as err:  # noqa: BLE001 - API server down: try again next round
+                log.warning("GpuFabric publish failed", extra={"error": str(err)})
+        stop.wait(period)
