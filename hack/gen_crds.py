@@ -8,6 +8,7 @@ committed files equal this output. Run: python hack/gen_crds.py
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import types
 import typing
@@ -210,9 +211,9 @@ def fabric_crd() -> dict[str, Any]:
             "source": {"type": "string"},
             "summary": {
                 "type": "object",
-                "properties": {
-                    k: count for k in ("spines", "leaves", "nodes", "unplaced", "problems")
-                },
+                "properties": dict.fromkeys(
+                    ("spines", "leaves", "nodes", "unplaced", "problems"), count
+                ),
             },
             "tiers": {"type": "array", "items": count, "x-kubernetes-list-type": "atomic"},
             "spines": {"type": "array", "items": spine, "x-kubernetes-list-type": "atomic"},
@@ -307,7 +308,9 @@ def render() -> dict[str, str]:
         f"{api.NODE_STATUS_PLURAL}.yaml": header
         + yaml.safe_dump(node_status_crd(), sort_keys=False),
         f"{api.CLAIM_PLURAL}.yaml": header + yaml.safe_dump(claim_crd(), sort_keys=False),
-        "gpufabrics.yaml": header + yaml.safe_dump(fabric_crd(), sort_keys=False),
+        # JSON round trip: shared sub-schemas would otherwise be dumped as YAML anchors.
+        "gpufabrics.yaml": header
+        + yaml.safe_dump(json.loads(json.dumps(fabric_crd())), sort_keys=False),
     }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.webhook.fabric.helpers import ref
 from tests.fakes.fabric_dump import FatTree
+from tests.webhook.fabric.helpers import ref
 from webhook.fabric.controller import CONDITION, FabricController, run
 from webhook.fabric.levels import LEAF, SPINE
 
