@@ -1,25 +1,34 @@
-"""gpufabric-agent: argv -> configuration -> wired dependencies -> the chosen command."""
+"""gpufabric-agent: argv -> configuration -> wired dependencies -> the chosen command.
+
+Only argparse and the parser are imported up front (`--help` stays fast); each command imports
+what it needs. Every failure a user can cause ends as one line on stderr and exit code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
+import errno
 import logging
+import os
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent import gather
 from agent.config import RunConfig, build_parser
-from agent.hca_select import split_patterns
-from agent.host import HostReader
-from agent.nvml import NullNvml, NvmlBackend, NvmlUnavailable, SnapshotNvml, snapshot_of
-from agent.output import render_as
-from agent.probe import ProbeConfig, probe_node
 from common.logs import configure
 
-log = logging.getLogger("agent")
+if TYPE_CHECKING:
+    from agent.host import HostReader
+    from agent.nvml import NvmlBackend
+    from agent.probe import ProbeConfig
+
+PROG = "gpufabric-agent"
+EXTRA_HINT = "pip install 'gpufabric[agent]'"
+OURS = ("agent", "common", "webhook")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
 
 
 class _MissingPynvml:
@@ -27,10 +36,14 @@ class _MissingPynvml:
         self.message = message
 
     def inventory(self) -> object:
+        from agent.nvml import NvmlUnavailable
+
         raise NvmlUnavailable("LibraryNotFound", self.message)
 
 
 def nvml_backend(mode: str) -> NvmlBackend:
+    from agent.nvml import NullNvml
+
     if mode == "none":
         return NullNvml()
     try:
@@ -38,12 +51,17 @@ def nvml_backend(mode: str) -> NvmlBackend:
 
         return PynvmlBackend()
     except ImportError as err:  # the agent extra is not installed
-        return _MissingPynvml(f"nvidia-ml-py is not installed: {err}")  # type: ignore[return-value]
+        return _MissingPynvml(  # type: ignore[return-value]
+            f"nvidia-ml-py is not installed ({err}); {EXTRA_HINT}"
+        )
 
 
 def probe_config(
     args: argparse.Namespace, meta_options: dict[str, object] | None = None
 ) -> ProbeConfig:
+    from agent.hca_select import split_patterns
+    from agent.probe import ProbeConfig
+
     meta_options = meta_options or {}
     topo = args.nccl_topo or meta_options.get("ncclTopo")
     cufile = args.cufile_env_path or meta_options.get("cufileEnvPath")
@@ -55,33 +73,47 @@ def probe_config(
     )
 
 
+def host_reader(root: str, *, record: bool = False) -> HostReader:
+    """A reader for --host-root, or UsageError when the directory cannot be a host's root."""
+    from agent.host import HostReader
+    from agent.probe import host_root_problem
+
+    reader = HostReader(root, record=record)
+    problem = host_root_problem(reader)
+    if problem:
+        raise UsageError(problem)
+    return reader
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
-    snap = gather.open_snapshot(Path(args.snapshot)) if args.snapshot else None
-    try:
-        if snap is not None:
-            reader = HostReader(snap.root)
-            backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
-            config = probe_config(args, snap.options)
-            node = str(snap.meta.get("node") or args.node_name)
-        else:
-            reader = HostReader(args.host_root)
-            backend = nvml_backend(args.nvml)
-            config = probe_config(args)
-            node = args.node_name
-        started = time.perf_counter()
-        result = probe_node(reader, backend, config)
-        log.debug("probe done", extra={"ms": round((time.perf_counter() - started) * 1000, 2)})
-    finally:
-        if snap is not None:
-            snap.close()
+    from agent import gather
+    from agent.nvml import NullNvml, SnapshotNvml
+    from agent.output import render_as
+    from agent.probe import probe_node
+
+    if args.snapshot:
+        snap = gather.load(Path(args.snapshot))
+        reader = snap.reader()
+        backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
+        config = probe_config(args, snap.options)
+        node = str(snap.meta.get("node") or args.node_name)
+    else:
+        reader = host_reader(args.host_root)
+        backend = nvml_backend(args.nvml)
+        config = probe_config(args)
+        node = args.node_name
+    result = probe_node(reader, backend, config)
     sys.stdout.write(render_as(args.output, node, result))
     return 0
 
 
 def cmd_gather(args: argparse.Namespace) -> int:
-    reader = HostReader(args.host_root, record=True)
-    backend = nvml_backend(args.nvml)
-    nvml = snapshot_of(backend)
+    from agent import gather
+    from agent.nvml import SnapshotNvml, snapshot_of
+    from agent.probe import probe_node
+
+    reader = host_reader(args.host_root, record=True)
+    nvml = snapshot_of(nvml_backend(args.nvml))
     config = probe_config(args)
     result = probe_node(reader, SnapshotNvml(nvml), config)
     assert reader.recording is not None  # noqa: S101 - set by record=True above
@@ -108,8 +140,13 @@ def cmd_gather(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import run_forever
+    import asyncio
 
+    from agent.hca_select import split_patterns
+    from agent.runner import run_forever
+    from common.kube import NoClusterConfig
+
+    host_reader(args.host_root)
     config = RunConfig(
         node_name=args.node_name,
         host_root=args.host_root,
@@ -124,22 +161,58 @@ def cmd_run(args: argparse.Namespace) -> int:
         hca_include=split_patterns(args.hca_include),
         udev=not args.no_udev,
     )
-    return asyncio.run(run_forever(config, nvml_backend(args.nvml)))
+    try:
+        return asyncio.run(run_forever(config, nvml_backend(args.nvml)))
+    except NoClusterConfig as err:
+        raise UsageError(str(err)) from None
+    except OSError as err:
+        if err.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise UsageError(
+                f"cannot listen on --metrics-port {args.metrics_port}: {err.strerror}"
+            ) from None
+        raise
+
+
+def _error_line(err: BaseException) -> str | None:
+    """The one line to print for an error a user can cause; None for a bug."""
+    from agent.gather import GatherError
+
+    if isinstance(err, UsageError | GatherError):
+        return str(err)
+    if isinstance(err, ImportError) and (err.name or "").split(".")[0] not in OURS:
+        return f"missing dependency {err.name or err}; {EXTRA_HINT}"
+    if isinstance(err, UnicodeError):
+        return f"input is not UTF-8: {err}"
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if err.filename else ""
+        return f"{where}{err.strerror or err}"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure(args.log_level, args.log_json)
+    command = {"probe": cmd_probe, "gather": cmd_gather, "run": cmd_run}[args.command]
     try:
-        return {"probe": cmd_probe, "gather": cmd_gather, "run": cmd_run}[args.command](args)
-    except gather.GatherError as err:
-        print(f"gpufabric-agent: {err}", file=sys.stderr)
-        return 2
-    except json.JSONDecodeError as err:
-        print(f"gpufabric-agent: bad JSON: {err}", file=sys.stderr)
-        return 2
+        return command(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `probe ... | head`: the reader left; not an error worth a line.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as err:  # a person reads this: one line, never a traceback
+        line = _error_line(err)
+        if line is None:
+            logging.getLogger("agent").debug("internal error", exc_info=True)
+            print(
+                f"{PROG}: internal error: {type(err).__name__}: {err} "
+                "(--log-level debug shows where)",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"{PROG}: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ def port_faulty(port: HcaPort) -> bool:
 def find_faults(results: ProbeResults, gpus: Sequence[Gpu], hcas: Sequence[Hca]) -> list[str]:
     """What makes the fabric degraded, for people."""
     out: list[str] = []
+    if results.pci.value is None:  # nothing is known about this node's devices
+        out.append(f"PCIe not probed ({results.pci.reason})")
     inv: NvmlInventory | None = results.nvml.value
-    if inv is None and gpus:
+    if inv is None and gpus and results.nvml.reason != "Disabled":  # --nvml none is a choice
         out.append(f"NVML unavailable ({results.nvml.reason})")
     for g in gpus:
         if g.nvlink and 0 < g.nvlink.active_links < g.nvlink.total_links:
@@ -130,6 +132,12 @@ def conditions(
         reason = "Probed" if storage.config_path else "NoConfig"
         conds.append(_condition(api.COND_GDS, True, reason, f"cuFile {mode}; {where}; {fs}", opts))
 
+    invalid = {
+        api.COND_PCIE: results.pci.invalid,
+        api.COND_RDMA: results.rdma.invalid,
+        api.COND_GDS: results.gds.invalid,
+    }
+    conds = [_mark_invalid(c, invalid.get(c.type, ()), opts) for c in conds]
     conds.append(
         _condition(
             api.COND_FABRIC,
@@ -140,3 +148,11 @@ def conditions(
         )
     )
     return tuple(conds)
+
+
+def _mark_invalid(cond: Condition, invalid: tuple[str, ...], opts: Options) -> Condition:
+    """Host data that did not read as the kernel writes it turns its section's condition False."""
+    if not invalid or cond.status == "False":
+        return cond
+    shown = "; ".join(invalid[:5]) + (f"; {len(invalid) - 5} more" if len(invalid) > 5 else "")
+    return _condition(cond.type, False, "InvalidHostData", f"{cond.message}; {shown}", opts)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 from dataclasses import dataclass
 
-from agent.output import FORMATS
 from common import logs
+
+FORMATS = ("json", "yaml", "table", "labels")
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
@@ -43,8 +43,35 @@ class RunConfig:
     udev: bool = True
 
 
+class _Version(argparse.Action):
+    """--version, reading the installed version only when asked (importlib.metadata is slow)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        kwargs.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("gpufabric")
+        except PackageNotFoundError:
+            text = "unknown (not installed)"
+        parser.exit(message=f"{parser.prog} {text}\n")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    return value
+
+
 def default_node_name() -> str:
-    return os.environ.get("NODE_NAME") or socket.gethostname()
+    return os.environ.get("NODE_NAME") or os.uname().nodename  # gethostname(), without socket
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Discover this node's GPU fabric (NVLink, PCIe/NUMA, RDMA, GPUDirect Storage) "
         "and publish it as a GpuNodeStatus.",
     )
+    parser.add_argument("--version", action=_Version, help="print the gpufabric version and exit")
     logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -67,18 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
             "--nvml",
             choices=["auto", "none"],
             default="auto",
-            help="auto: use NVML if the driver is there; none: PCI only",
+            help="auto: use NVML if the driver is there; none: PCI only, on purpose "
+            "(default: auto)",
         )
         p.add_argument(
             "--nccl-topo",
             metavar="FILE",
-            help="vendor NCCL topology XML (host path) for VMs whose PCI tree is virtual",
+            help="vendor NCCL topology XML (host path) for VMs whose PCI tree is virtual "
+            "(default: none)",
         )
         p.add_argument(
             "--cufile-env-path",
             metavar="FILE",
             default=os.environ.get("CUFILE_ENV_PATH_JSON"),
-            help="cufile.json the workloads use, searched before the default paths",
+            help="cufile.json the workloads use, searched before the default paths "
+            "(default: $CUFILE_ENV_PATH_JSON, else /etc/cufile.json, "
+            "/usr/local/cuda/gds/cufile.json)",
         )
         p.add_argument(
             "--hca-exclude",
@@ -112,14 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--from",
         dest="snapshot",
         metavar="SNAPSHOT",
-        help="a `gather` archive to probe instead of this host",
+        help="a `gather` archive to probe instead of this host (default: probe this host)",
     )
     probe.add_argument(
         "-o",
         "--output",
         choices=FORMATS,
         default="yaml",
-        help="yaml|json: the GpuNodeStatus; table: topology matrix; labels: node labels",
+        help="yaml|json: the GpuNodeStatus; table: topology matrix; labels: node labels "
+        "(default: yaml)",
     )
 
     gather = sub.add_parser(
@@ -129,8 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
         "NVML snapshot, so `probe --from FILE` reproduces this node anywhere.",
     )
     host_options(gather)
-    gather.add_argument("-o", "--output", required=True, metavar="FILE.tar.gz")
-    gather.add_argument("--note", default="", help="free text stored as the archive's provenance")
+    gather.add_argument(
+        "-o", "--output", required=True, metavar="FILE.tar.gz", help="archive to write (required)"
+    )
+    gather.add_argument(
+        "--note",
+        default="",
+        help="free text stored as the archive's provenance (default: 'gathered on NODE')",
+    )
 
     run = sub.add_parser(
         "run",
@@ -153,12 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="quiet time after udev events before re-probing (default 2s)",
     )
-    run.add_argument("--metrics-port", type=int, default=9400, help="/metrics and /healthz port")
+    run.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=9400,
+        metavar="PORT",
+        help="/metrics and /healthz port (default: 9400)",
+    )
     run.add_argument(
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG"),
         metavar="FILE",
         help="kubeconfig file (default: in-cluster config, then $KUBECONFIG)",
     )
-    run.add_argument("--no-udev", action="store_true", help="do not watch udev events")
+    run.add_argument(
+        "--no-udev",
+        action="store_true",
+        help="do not watch udev events; re-probe on --resync only (default: watch)",
+    )
+    for command in (probe, gather, run):
+        logs.add_arguments(command, repeat=True)
     return parser

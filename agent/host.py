@@ -1,20 +1,176 @@
 """The only module that opens host files; each probe reads through a HostReader.
 
 Paths are host-absolute strings ("/sys/bus/pci/devices"); the reader maps them under a root, so
-the agent runs against "/" on a host, "/host" in a pod and a fixture directory in tests. Symlinks
-are resolved inside the root, never against the machine the code runs on.
+the agent runs against "/" on a host, "/host" in a pod, a fixture directory in tests, or a gather
+archive held in memory. Symlinks are resolved inside the root the way chroot would (an absolute
+target starts at the root, `..` stops at it), on every path: a read never leaves the root.
+
+A host tree can be hostile (a FIFO where an attribute should be, a link to /etc/passwd, a chmod 000
+directory): reads never block (O_NONBLOCK, regular files only), are bounded, and whatever could not
+be read is noted in `issues` for the probe's condition instead of raising.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-_MAX_READ = 1 << 20  # sysfs attributes are one page; config files are small
+MAX_READ = 1 << 20  # sysfs attributes are one page; config files are small
+_CHUNK = 1 << 16
+_MAX_HOPS = 40  # the kernel's MAXSYMLINKS
+_OPEN_FLAGS = (
+    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+)
+
+FILE, DIR, LINK, OTHER = "file", "dir", "link", "other"
+
+
+class NotRegular(OSError):
+    """A FIFO, socket or device where a host file should be: never opened for reading."""
+
+
+class IsLink(OSError):
+    """The last component is a symlink (the reader resolves it itself, inside the root)."""
+
+
+class HostTree(Protocol):
+    """The storage behind a reader: a directory on disk or an archive in memory.
+
+    Paths are canonical host paths (no symlink in any directory component)."""
+
+    def kind(self, path: str) -> str | None:
+        """FILE, DIR, LINK or OTHER without following a last-component link; None if absent."""
+
+    def readlink(self, path: str) -> str: ...
+
+    def read(self, path: str, limit: int) -> bytes:
+        """Content of a regular file; raises IsLink, NotRegular, FileNotFoundError, OSError."""
+
+    def listdir(self, path: str) -> dict[str, str]:
+        """Entry name -> kind (as `kind` says, LINK for symlinks)."""
+
+
+class DiskTree:
+    def __init__(self, root: Path) -> None:
+        self.prefix = "" if str(root) == "/" else str(root)
+
+    def kind(self, path: str) -> str | None:
+        try:
+            mode = os.lstat(self.prefix + path).st_mode
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return None
+        if stat.S_ISLNK(mode):
+            return LINK
+        if stat.S_ISDIR(mode):
+            return DIR
+        return FILE if stat.S_ISREG(mode) else OTHER
+
+    def readlink(self, path: str) -> str:
+        return os.readlink(self.prefix + path)
+
+    def read(self, path: str, limit: int) -> bytes:
+        try:
+            fd = os.open(self.prefix + path, _OPEN_FLAGS)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise IsLink(errno.ELOOP, "symbolic link", path) from None
+            if err.errno == errno.ENXIO:  # a socket
+                raise NotRegular(errno.ENXIO, "not a regular file", path) from None
+            raise
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                if stat.S_ISDIR(mode):
+                    raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+                raise NotRegular(errno.EINVAL, "not a regular file", path)
+            data = os.read(fd, _CHUNK)
+            if len(data) < _CHUNK:
+                return data
+            parts = [data]
+            size = len(data)
+            while size <= limit:
+                more = os.read(fd, _CHUNK)
+                if not more:
+                    break
+                parts.append(more)
+                size += len(more)
+            return b"".join(parts)
+        finally:
+            os.close(fd)
+
+    def listdir(self, path: str) -> dict[str, str]:
+        # scandir's d_type tells links apart without one lstat per entry.
+        with os.scandir(self.prefix + path) as it:
+            return {
+                e.name: LINK
+                if e.is_symlink()
+                else DIR
+                if e.is_dir(follow_symlinks=False)
+                else FILE
+                if e.is_file(follow_symlinks=False)
+                else OTHER
+                for e in it
+            }
+
+
+@dataclass
+class MemoryTree:
+    """A host tree held in memory (a gather archive): files, symlinks, directories by host path."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    _children: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.dirs.add("/")
+        children: dict[str, set[str]] = {}
+        for path in (*self.files, *self.links, *self.dirs):
+            while path != "/":
+                parent, _, name = path.rpartition("/")
+                parent = parent or "/"
+                self.dirs.add(parent)
+                children.setdefault(parent, set()).add(name)
+                path = parent
+        self._children = {d: sorted(names) for d, names in children.items()}
+
+    def kind(self, path: str) -> str | None:
+        if path in self.links:
+            return LINK
+        if path in self.files:
+            return FILE
+        return DIR if path in self.dirs else None
+
+    def readlink(self, path: str) -> str:
+        try:
+            return self.links[path]
+        except KeyError:
+            raise OSError(errno.EINVAL, "not a symbolic link", path) from None
+
+    def read(self, path: str, limit: int) -> bytes:
+        data = self.files.get(path)
+        if data is not None:
+            return data
+        if path in self.links:
+            raise IsLink(errno.ELOOP, "symbolic link", path)
+        if path in self.dirs:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        raise FileNotFoundError(errno.ENOENT, "no such file", path)
+
+    def listdir(self, path: str) -> dict[str, str]:
+        if path not in self.dirs:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+        base = path.rstrip("/")
+        return {n: self.kind(f"{base}/{n}") or FILE for n in self._children.get(path, ())}
 
 
 @dataclass
@@ -27,34 +183,48 @@ class Recording:
 
 
 class HostReader:
-    def __init__(self, root: Path | str = "/", *, record: bool = False) -> None:
-        self.root = Path(root).resolve()
-        self._real = "" if str(self.root) == "/" else str(self.root)
+    def __init__(
+        self, root: Path | str = "/", *, record: bool = False, tree: HostTree | None = None
+    ) -> None:
+        self.root = Path(root).resolve() if tree is None else Path("/")
+        self.tree: HostTree = tree if tree is not None else DiskTree(self.root)
         self.recording: Recording | None = Recording() if record else None
-        self._dirs: dict[str, str] = {}
-
-    def real(self, host_path: str) -> Path:
-        """The path on this machine for a host path (no symlink resolution)."""
-        return Path(self._real + host_path)
+        self.issues: list[str] = []  # "path: what was wrong", for the probe's condition
+        self._dirs: dict[str, str | None] = {}
+        self._kinds: dict[str, str] = {}  # canonical path -> kind, learnt from listdir
 
     def reset(self) -> None:
-        """Forget resolved directories; call before each probe pass (devices come and go)."""
+        """Forget resolved directories and issues; call before each probe pass."""
         self._dirs.clear()
+        self._kinds.clear()
+        self.issues.clear()
+
+    def note(self, host_path: str, problem: str) -> None:
+        """Record that a host file exists but could not be used (unreadable, unparsable)."""
+        text = f"{host_path}: {problem}"
+        if text not in self.issues:
+            self.issues.append(text)
 
     def resolve(self, host_path: str) -> str | None:
         """Canonical host path with every symlink followed inside the root; None if it loops."""
         return self._resolve(host_path, 0)
 
+    def _dir(self, parent: str, hops: int = 0) -> str | None:
+        if not parent:
+            return "/"
+        try:
+            return self._dirs[parent]
+        except KeyError:
+            base = self._dirs[parent] = self._resolve(parent, hops)
+            return base
+
     def _resolve(self, host_path: str, hops: int) -> str | None:
         parent, _, name = host_path.rstrip("/").rpartition("/")
         if not name:
             return "/"
-        base = self._dirs.get(parent) if parent else "/"
+        base = self._dir(parent, hops)
         if base is None:
-            base = self._resolve(parent, hops)
-            if base is None:
-                return None
-            self._dirs[parent] = base
+            return None
         return self._step(base, name, hops)
 
     def _step(self, base: str, name: str, hops: int) -> str | None:
@@ -63,56 +233,89 @@ class HostReader:
         if name == "..":
             return base.rsplit("/", 1)[0] or "/"
         candidate = f"{base.rstrip('/')}/{name}"
-        real = self._real + candidate
-        if not os.path.islink(real):
+        try:
+            kind = self._kinds.get(candidate) or self.tree.kind(candidate)
+        except OSError as err:  # EACCES on a parent: not a link we can see; reads will say why
+            log.debug("cannot stat host path", extra={"path": candidate, "error": str(err)})
             return candidate
-        if hops > 40:
+        if kind != LINK:
+            return candidate
+        if hops >= _MAX_HOPS:
+            self.note(candidate, "too many levels of symbolic links")
             return None
-        target = os.readlink(real)
+        try:
+            target = self.tree.readlink(candidate)
+        except OSError as err:
+            self.note(candidate, f"unreadable link ({err.strerror})")
+            return None
         if self.recording is not None:
             self.recording.links[candidate] = target
         joined = target if target.startswith("/") else f"{base.rstrip('/')}/{target}"
+        # Lexical: "/.." is "/", so `..` never climbs out of the root.
         return self._resolve(os.path.normpath(joined), hops + 1)
 
     def exists(self, host_path: str) -> bool:
         canonical = self.resolve(host_path)
-        if canonical is None or not self.real(canonical).exists():
+        if canonical is None:
             return False
-        if self.recording is not None and self.real(canonical).is_dir():
+        try:
+            kind = self.tree.kind(canonical)
+        except OSError as err:
+            self.note(host_path, f"cannot check ({err.strerror})")
+            return False
+        if kind is None:
+            return False
+        if self.recording is not None and kind == DIR:
             self.recording.dirs.add(canonical)
         return True
 
-    def _fast(self, host_path: str) -> str | None:
-        """Resolve only the directory: sysfs links are all relative, so opening the last component
-        directly cannot leave the root. Recording needs every link, so it takes the slow path."""
-        parent, _, name = host_path.rpartition("/")
-        base = self._dirs.get(parent)
-        if base is None:
-            base = self._resolve(parent, 0)
-            if base is None:
-                return None
-            self._dirs[parent] = base
-        return f"{base.rstrip('/')}/{name}"
-
     def read_bytes(self, host_path: str) -> bytes | None:
-        if self.recording is None and host_path.startswith("/sys/"):
-            canonical = self._fast(host_path)
-        else:
-            canonical = self.resolve(host_path)
+        parent, _, name = host_path.rpartition("/")
+        fast = self.recording is None and name not in ("", ".", "..")
+        canonical = (
+            f"{base.rstrip('/')}/{name}"
+            if fast and (base := self._dir(parent)) is not None
+            else self.resolve(host_path)
+        )
         if canonical is None:
             return None
         try:
-            with open(self._real + canonical, "rb") as fh:
-                data = fh.read(_MAX_READ)
+            data = self.tree.read(canonical, MAX_READ)
+        except IsLink:
+            # The last component is a link: follow it inside the root, never let the OS do it.
+            canonical = self.resolve(host_path)
+            if canonical is None:
+                return None
+            try:
+                data = self.tree.read(canonical, MAX_READ)
+            except IsLink:  # swapped for a link in between: give up rather than follow
+                self.note(host_path, "changed while being read")
+                return None
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                return None
+            except OSError as err:
+                self._unreadable(host_path, err)
+                return None
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as err:
-            # Unreadable attribute (EACCES, EINVAL on sysfs, EIO): treat as absent, say so.
-            log.debug("unreadable host file", extra={"path": host_path, "error": str(err)})
+            self._unreadable(host_path, err)
+            return None
+        if len(data) > MAX_READ:
+            self.note(host_path, f"larger than {MAX_READ} bytes")
             return None
         if self.recording is not None:
             self.recording.files[canonical] = data
         return data
+
+    def _unreadable(self, host_path: str, err: OSError) -> None:
+        if isinstance(err, NotRegular):
+            self.note(host_path, "not a regular file")
+        elif err.errno in (errno.EINVAL, errno.EIO, errno.ENODATA, errno.EOPNOTSUPP):
+            # sysfs attributes the device cannot report right now (a port without a cable).
+            log.debug("unreadable host file", extra={"path": host_path, "error": err.strerror})
+        else:
+            self.note(host_path, f"unreadable ({err.strerror})")
 
     def read(self, host_path: str) -> str | None:
         """Text content with surrounding whitespace stripped, or None if absent or unreadable."""
@@ -126,28 +329,28 @@ class HostReader:
         canonical = self.resolve(host_path)
         if canonical is None:
             return []
-        real = self._real + canonical
         try:
-            names = sorted(os.listdir(real))
-        except OSError:
+            entries = self.tree.listdir(canonical)
+        except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as err:
+            self.note(host_path, f"unreadable directory ({err.strerror})")
+            return []
+        base = canonical.rstrip("/")
+        for name, kind in entries.items():
+            self._kinds[f"{base}/{name}"] = kind
         if self.recording is not None:
             self.recording.dirs.add(canonical)
-            for name in names:
-                entry = f"{real}/{name}"
-                if os.path.islink(entry):
-                    self.recording.links[f"{canonical.rstrip('/')}/{name}"] = os.readlink(entry)
-        return names
+            for name, kind in entries.items():
+                if kind == LINK:
+                    try:
+                        self.recording.links[f"{base}/{name}"] = self.tree.readlink(
+                            f"{base}/{name}"
+                        )
+                    except OSError:
+                        continue
+        return sorted(entries)
 
     def basename_of_link(self, host_path: str) -> str | None:
         canonical = self.resolve(host_path)
         return None if canonical is None else canonical.rsplit("/", 1)[-1]
-
-
-def parse_int(text: str | None, base: int = 10) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text.strip(), base)
-    except ValueError:
-        return None

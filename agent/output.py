@@ -5,14 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
 from agent.assemble import Assembled
-from agent.table import render
+from agent.config import FORMATS
 from common import api
 from common.labels import labels_for
-
-FORMATS = ("json", "yaml", "table", "labels")
 
 
 def status_object(node: str, result: Assembled) -> dict[str, Any]:
@@ -33,8 +29,12 @@ def render_as(fmt: str, node: str, result: Assembled) -> str:
     if fmt == "json":
         return json.dumps(status_object(node, result), indent=2, sort_keys=True) + "\n"
     if fmt == "yaml":
+        import yaml  # only this format needs it (a process that prints JSON starts faster)
+
         return yaml.safe_dump(status_object(node, result), sort_keys=True)
     if fmt == "table":
+        from agent.table import render
+
         return render(result)
     if fmt == "labels":
         labels = labels_for(result.status.summary)

@@ -6,12 +6,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from agent import assemble as asm
-from agent.host import HostReader
+from agent.host import DiskTree, HostReader
 from agent.nvml import NvmlBackend, NvmlInventory, NvmlUnavailable
 from agent.probes import gds, nccl_topo, pci, rdma
+from agent.probes.pci import PCI_DEVICES
 from common.model import NetworkPosition
 
 log = logging.getLogger(__name__)
@@ -27,12 +28,34 @@ class ProbeConfig:
     network: NetworkPosition = field(default_factory=NetworkPosition)
 
 
-def _guard(name: str, fn: Callable[[], T]) -> asm.Outcome[T]:
+def host_root_problem(reader: HostReader) -> str:
+    """Why this reader's root cannot be a host's root ("" when it looks like one).
+
+    A wrong --host-root (missing, a file, an empty directory) must not read as a healthy node
+    with nothing in it."""
+    if isinstance(reader.tree, DiskTree):
+        root = reader.root
+        if not root.exists():
+            return f"host root {root} does not exist"
+        if not root.is_dir():
+            return f"host root {root} is not a directory"
+    if not reader.exists(PCI_DEVICES):
+        return f"no {PCI_DEVICES} under host root {reader.root}: is the host's /sys mounted there?"
+    return ""
+
+
+def _guard(reader: HostReader, name: str, fn: Callable[[], T]) -> asm.Outcome[T]:
+    """Run one probe; what it could not read or parse goes into its outcome's `invalid`."""
+    mark = len(reader.issues)
     try:
-        return asm.Outcome(fn())
+        value = fn()
     except Exception as err:  # one probe's bug must not hide the others' results
         log.exception("probe failed", extra={"probe": name})
         return asm.Outcome(None, "ProbeFailed", f"{name} probe failed: {type(err).__name__}: {err}")
+    invalid = tuple(reader.issues[mark:])
+    for text in invalid:
+        log.warning("odd host data", extra={"probe": name, "problem": text})
+    return asm.Outcome(value, invalid=invalid)
 
 
 def _nvml(backend: NvmlBackend) -> asm.Outcome[NvmlInventory]:
@@ -47,6 +70,12 @@ def _nvml(backend: NvmlBackend) -> asm.Outcome[NvmlInventory]:
 
 def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> asm.ProbeResults:
     reader.reset()
+    problem = host_root_problem(reader)
+    if problem:
+        missing: asm.Outcome[Any] = asm.Outcome(None, "HostRootInvalid", problem)
+        return asm.ProbeResults(
+            pci=missing, nvml=_nvml(nvml), rdma=missing, gds=missing, network=config.network
+        )
     topo: asm.Outcome[nccl_topo.NcclTopo] = asm.Outcome(None, "NotConfigured")
     if config.nccl_topo:
         try:
@@ -55,10 +84,10 @@ def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> as
             topo = asm.Outcome(None, "TopologyFileInvalid", str(err))
     wanted = set(topo.value.devices) if topo.value else None
     return asm.ProbeResults(
-        pci=_guard("pcie", lambda: pci.probe(reader, wanted)),
+        pci=_guard(reader, "pcie", lambda: pci.probe(reader, wanted)),
         nvml=_nvml(nvml),
-        rdma=_guard("rdma", lambda: rdma.probe(reader)),
-        gds=_guard("gds", lambda: gds.probe(reader, config.cufile_env_path)),
+        rdma=_guard(reader, "rdma", lambda: rdma.probe(reader)),
+        gds=_guard(reader, "gds", lambda: gds.probe(reader, config.cufile_env_path)),
         topo=topo,
         network=config.network,
     )

@@ -23,6 +23,7 @@ class Outcome(Generic[T]):
     value: T | None
     reason: str = ""
     message: str = ""
+    invalid: tuple[str, ...] = ()  # host files that could not be read or parsed ("path: why")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,10 @@ def summarize(
     usable = usable_hcas(hcas)
     rdma_ports = sum(1 for h in hcas if h.name in usable for p in h.ports if p.state == "ACTIVE")
     biggest = max(island_list, key=lambda i: (len(i.gpus), i.bandwidth_gbps), default=None)
-    numa_counts = Counter(g.numa_node for g in gpus)
+    # A GPU whose NUMA node is unknown (-1, typical on VMs) makes the count unknown: 0, and
+    # common.labels leaves numa-gpus-max off, so no same-socket request is met by a guess.
+    numa_known = all(g.numa_node >= 0 for g in gpus)
+    numa_counts = Counter(g.numa_node for g in gpus) if numa_known else Counter[int]()
     cufile: Literal["true", "compat", "false"] = (
         "true" if storage.cu_file_enabled else "compat" if storage.compat_mode else "false"
     )

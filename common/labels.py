@@ -22,8 +22,11 @@ def hca_profile(names: Iterable[str]) -> str:
 
 
 def labels_for(summary: Summary) -> dict[str, str]:
-    """The exact label set the labeler asserts for a node with this summary."""
-    return {
+    """The exact label set the labeler asserts for a node with this summary.
+
+    numa-gpus-max is absent when it is 0: no GPU, or a GPU whose NUMA node is unknown (a VM's
+    numa_node -1), so no same-socket requirement can be met by a guess."""
+    labels = {
         api.LABEL_GPU_COUNT: str(summary.gpu_count),
         api.LABEL_NVLINK_ISLAND_SIZE: str(summary.nvlink_island_size),
         api.LABEL_NVLINK_BANDWIDTH: str(summary.nvlink_bandwidth_gbps),
@@ -34,3 +37,6 @@ def labels_for(summary: Summary) -> dict[str, str]:
         api.LABEL_CUFILE: summary.cufile,
         api.LABEL_FABRIC_HEALTH: summary.fabric_health,
     }
+    if summary.numa_gpus_max <= 0:
+        del labels[api.LABEL_NUMA_GPUS_MAX]
+    return labels

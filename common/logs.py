@@ -31,12 +31,23 @@ class TextFormatter(logging.Formatter):
         return base + "".join(f" {k}={v}" for k, v in extra.items())
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """--log-level and --log-json, the same on both programs."""
+def add_arguments(parser: argparse.ArgumentParser, *, repeat: bool = False) -> None:
+    """--log-level and --log-json, the same on both programs.
+
+    repeat=True adds them again to a subcommand's parser, so they are accepted after the
+    subcommand too; there they have no default and override the value given before it."""
     parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default=argparse.SUPPRESS if repeat else "info",
+        choices=["debug", "info", "warning", "error"],
+        help="log messages at this level and above, on stderr (default: info)",
     )
-    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line")
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        default=argparse.SUPPRESS if repeat else False,
+        help="one JSON object per log line (default: plain text)",
+    )
 
 
 def configure(level: str = "info", json_logs: bool = False) -> None:

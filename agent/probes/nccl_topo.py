@@ -7,11 +7,14 @@ bridge; every <pci> bridge (class 0x0604xx) on the way down is a switch.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent.host import HostReader
 from agent.topology import Locality
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 
 class NcclTopoError(ValueError):
@@ -44,6 +47,8 @@ def mask_to_cpulist(mask: str) -> str:
 
 
 def parse(text: str, path: str = "<topo>") -> NcclTopo:
+    import xml.etree.ElementTree as ET  # only VMs given a topology file need the XML parser
+
     try:
         root = ET.fromstring(text)  # noqa: S314 - operator-supplied local file, no entities used
     except ET.ParseError as err:

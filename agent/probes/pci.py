@@ -6,7 +6,8 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from agent.host import HostReader, parse_int
+from agent import values
+from agent.host import HostReader
 from agent.topology import Locality
 
 log = logging.getLogger(__name__)
@@ -57,17 +58,6 @@ class PciTree:
         return self.functions.get(bus_id)
 
 
-def _speed(text: str | None) -> str:
-    # Kernels <= 5.6 print "8 GT/s"; newer ones "8.0 GT/s PCIe". Keep the GT/s figure only.
-    if not text or text.startswith("Unknown"):
-        return ""
-    number = text.split()[0]
-    try:
-        return f"{float(number):.1f} GT/s"
-    except ValueError:
-        return ""
-
-
 def locality_of(reader: HostReader, bus_id: str) -> Locality | None:
     """Root complex and switch chain of a PCI function, from its canonical sysfs path."""
     canonical = reader.resolve(f"{PCI_DEVICES}/{bus_id}")
@@ -96,7 +86,7 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
             problems.append(f"ignored odd PCI entry {bdf!r}")
             continue
         base = f"{PCI_DEVICES}/{bdf}"
-        klass = parse_int(reader.read(f"{base}/class"), 16)
+        klass = values.hex_value(reader, f"{base}/class")
         if klass is None:
             problems.append(f"{bdf}: unreadable class")
             continue
@@ -108,7 +98,7 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
         )
         if not candidate:
             continue
-        vendor = parse_int(reader.read(f"{base}/vendor"), 16)
+        vendor = values.hex_value(reader, f"{base}/vendor")
         if vendor is None:
             problems.append(f"{bdf}: unreadable vendor")
             continue
@@ -118,20 +108,20 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
         if place is None:
             problems.append(f"{bdf}: cannot place in the PCI tree")
             place = Locality(root="")
-        numa = parse_int(reader.read(f"{base}/numa_node"))
+        numa = values.int_value(reader, f"{base}/numa_node", minimum=-1)
         place = replace(
             place,
             numa_node=numa if numa is not None and numa >= 0 else -1,
-            local_cpus=reader.read(f"{base}/local_cpulist") or "",
+            local_cpus=values.cpulist(reader, f"{base}/local_cpulist"),
         )
         functions[bdf] = PciFunction(
             bus_id=bdf,
             vendor=vendor,
-            device=parse_int(reader.read(f"{base}/device"), 16) or 0,
+            device=values.hex_value(reader, f"{base}/device") or 0,
             class_code=klass,
             locality=place,
-            link_speed=_speed(reader.read(f"{base}/current_link_speed")),
-            link_width=parse_int(reader.read(f"{base}/current_link_width")) or 0,
+            link_speed=values.link_speed(reader, f"{base}/current_link_speed"),
+            link_width=values.int_value(reader, f"{base}/current_link_width") or 0,
         )
     for text in problems:
         log.warning("pci probe problem", extra={"problem": text})

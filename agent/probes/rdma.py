@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agent import values
 from agent.host import HostReader
 from common.model import HcaPort
 
 IB_CLASS = "/sys/class/infiniband"
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 _KERNEL = re.compile(r"^(\d+)\.(\d+)")
 
 
@@ -38,22 +38,6 @@ class RdmaProbe:
     problems: tuple[str, ...] = ()
 
 
-def _word(text: str | None) -> str:
-    """'4: ACTIVE' -> 'ACTIVE'; garbage or missing -> 'UNKNOWN'."""
-    if not text:
-        return "UNKNOWN"
-    _, sep, word = text.partition(":")
-    word = word.strip() if sep else text.strip()
-    return word or "UNKNOWN"
-
-
-def parse_rate(text: str | None) -> float | None:
-    if not text:
-        return None
-    match = _RATE.match(text)
-    return float(match.group(1)) if match else None
-
-
 def port_guid(gid: str | None) -> str:
     """GID 0 of an IB port -> its port GUID (the low 64 bits) in node_guid's sysfs form."""
     groups = (gid or "").strip().split(":")
@@ -75,16 +59,19 @@ def _port(reader: HostReader, base: str, name: str, problems: list[str]) -> HcaP
         problems.append(f"{base}: ignored port entry {name!r}")
         return None
     pbase = f"{base}/{number}"
-    rate = parse_rate(reader.read(f"{pbase}/rate"))
+    rate = values.rate_gbps(reader, f"{pbase}/rate")
     if rate is None:
         problems.append(f"{pbase}/rate: missing or unparsable")
-    layer = reader.read(f"{pbase}/link_layer") or "Unknown"
+    layer = values.word(reader, f"{pbase}/link_layer", values.LINK_LAYERS) or "Unknown"
     # On RoCE, GID 0 is derived from the MAC, not a port GUID a subnet manager knows.
-    guid = port_guid(reader.read(f"{pbase}/gids/0")) if layer == "InfiniBand" else ""
+    gid = reader.read(f"{pbase}/gids/0") if layer == "InfiniBand" else None
+    guid = port_guid(gid)
+    if gid and not guid and gid.strip(": 0"):  # all zeros is a real "no GID"
+        reader.note(f"{pbase}/gids/0", f"not a GID: {gid[:40]!r}")
     return HcaPort(
         port=number,
-        state=_word(reader.read(f"{pbase}/state")),
-        phys_state=_word(reader.read(f"{pbase}/phys_state")),
+        state=values.port_state(reader, f"{pbase}/state"),
+        phys_state=values.port_state(reader, f"{pbase}/phys_state"),
         rate_gbps=rate or 0.0,
         link_layer=layer,
         guid=guid,
@@ -122,10 +109,10 @@ def probe(reader: HostReader) -> RdmaProbe:
             RawHca(
                 name=name,
                 pci_bus_id=bus_id,
-                model=reader.read(f"{base}/hca_type") or "",
-                board_id=reader.read(f"{base}/board_id") or "",
-                fw_version=reader.read(f"{base}/fw_ver") or "",
-                node_guid=reader.read(f"{base}/node_guid") or "",
+                model=values.text(reader, f"{base}/hca_type"),
+                board_id=values.text(reader, f"{base}/board_id"),
+                fw_version=values.text(reader, f"{base}/fw_ver"),
+                node_guid=values.guid(reader, f"{base}/node_guid"),
                 netdevs=tuple(reader.listdir(f"{base}/device/net")),
                 ports=tuple(sorted(ports, key=lambda p: p.port)),
             )

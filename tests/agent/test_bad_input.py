@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import values
 from agent.assemble import Options
 from agent.host import HostReader
 from agent.jsonc import JsoncError, loads
@@ -86,17 +87,21 @@ def test_garbled_rdma_port_files(tmp_path: Path) -> None:
     b = small_host(tmp_path)
     b.hca("mlx5_1", "0000:3c:00.0", ports=(Port(1, "garbage", "", "fast", "InfiniBand"),))
     (tmp_path / "sys/class/infiniband/mlx5_1/ports/notaport").mkdir(parents=True)
-    probe = rdma.probe(HostReader(tmp_path))
+    reader = HostReader(tmp_path)
+    probe = rdma.probe(reader)
     hca = next(h for h in probe.hcas if h.name == "mlx5_1")
-    assert hca.ports[0].state == "garbage" and hca.ports[0].rate_gbps == 0.0
+    # Not as the kernel writes it: unknown, and the file is named, never "garbage" as a state.
+    assert hca.ports[0].state == "UNKNOWN" and hca.ports[0].rate_gbps == 0.0
+    assert any("mlx5_1/ports/1/state" in issue for issue in reader.issues)
     assert any("rate" in p for p in probe.problems)
     assert any("notaport" in p for p in probe.problems)
 
 
-def test_rate_parsing() -> None:
-    assert rdma.parse_rate("400 Gb/sec (4X NDR)") == 400
-    assert rdma.parse_rate("2.5 Gb/sec (1X SDR)") == 2.5
-    assert rdma.parse_rate("fast") is None
+def test_rate_parsing(tmp_path: Path) -> None:
+    reader = HostReader(tmp_path)
+    for text, rate in (("400 Gb/sec (4X NDR)", 400), ("2.5 Gb/sec (1X SDR)", 2.5), ("fast", None)):
+        (tmp_path / "rate").write_text(text + "\n")
+        assert values.rate_gbps(reader, "/rate") == rate
 
 
 def test_cufile_with_comments_urls_and_trailing_commas() -> None:
@@ -149,10 +154,15 @@ def test_a_crashing_probe_marks_only_its_own_condition(
     assert status.summary.gpu_count == 1
 
 
-def test_empty_root_gives_an_empty_status(tmp_path: Path) -> None:
+def test_empty_root_is_unknown_not_a_healthy_empty_node(tmp_path: Path) -> None:
     status = probe_node(HostReader(tmp_path), NullNvml(), ProbeConfig()).status
     assert status.gpus == () and status.hcas == ()
-    assert status.summary.fabric_health == "ok"
+    conds = {c.type: c for c in status.conditions}
+    for probe in ("PcieProbed", "RdmaProbed", "GdsProbed", "FabricHealthy"):
+        assert conds[probe].status == "False", probe
+    assert conds["PcieProbed"].reason == "HostRootInvalid"
+    assert "/sys/bus/pci/devices" in conds["PcieProbed"].message
+    assert status.summary.fabric_health == "degraded"
 
 
 def test_cpulist_from_nccl_affinity_mask() -> None:

@@ -38,7 +38,9 @@ def test_hca_profile_is_order_independent_and_short() -> None:
 
 
 def test_labels_cover_exactly_the_design_keys() -> None:
-    labels = labels_for(Summary())
+    labels = labels_for(Summary(gpu_count=8, numa_gpus_max=4))
     assert set(labels) == set(api.ALL_LABELS)
+    labels = labels_for(Summary())
+    assert set(labels) == set(api.ALL_LABELS) - {api.LABEL_NUMA_GPUS_MAX}
     assert labels[api.LABEL_RDMA] == "false"
     assert labels[api.LABEL_HCA_PROFILE] == "none"
