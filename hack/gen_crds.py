@@ -2,11 +2,12 @@
 """Generate the CRDs in daemonset/base/crds/ from common.model (GpuNodeStatus) and the claim spec.
 
 The GpuNodeStatus schema is derived from the dataclasses so the two cannot drift; a test checks the
-committed files equal this output. Run: python hack/gen_crds.py
+committed files equal this output. Run: python hack/gen_crds.py [--check] [--out DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 ROOT = Path(__file__).resolve().parent.parent
+CRD_DIR = ROOT / "daemonset" / "base" / "crds"
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
@@ -314,12 +316,46 @@ def render() -> dict[str, str]:
     }
 
 
-def main() -> int:
-    out = ROOT / "daemonset" / "base" / "crds"
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in render().items():
-        (out / name).write_text(text)
-        print(f"wrote {out / name}")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hack/gen_crds.py",
+        description="Write the GpuNodeStatus and GpuClaim CRDs, generated from common/model.py.",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=CRD_DIR,
+        metavar="DIR",
+        help=f"directory to write the CRDs to (default: {CRD_DIR.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and name the files that differ from the generated ones",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out: Path = args.out
+    if args.check:
+        stale = [
+            name
+            for name, text in render().items()
+            if not (out / name).is_file() or (out / name).read_text() != text
+        ]
+        for name in stale:
+            print(f"{out / name} is stale: run hack/gen_crds.py", file=sys.stderr)
+        return 1 if stale else 0
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in render().items():
+            (out / name).write_text(text)
+            print(f"wrote {out / name}")
+    except OSError as err:
+        print(f"gen_crds: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -8,6 +8,7 @@ Provenance goes into each archive's gather.json. Run: python hack/make_fixtures.
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import sys
@@ -26,6 +27,7 @@ from agent.probe import ProbeConfig, probe_node  # noqa: E402
 from tests.fakes.sysfs import HostBuilder, Port, ib_guid  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "hosts"
+REFERENCE = ROOT.parent / "shared" / "reference"
 CUFILE = """{
     // cuFile configuration, trimmed from the GDS default layout (comments kept on purpose)
     "logging": { "dir": "/var/log/cufile", "level": "ERROR" },
@@ -662,10 +664,47 @@ HOSTS = {
 }
 
 
-def main() -> int:
-    ref = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "reference"
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, (build, provenance) in HOSTS.items():
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hack/make_fixtures.py",
+        description="Rebuild the gather-format fixture hosts from the real dumps in the reference "
+        "directory (provenance goes into each archive's gather.json).",
+    )
+    parser.add_argument(
+        "reference",
+        nargs="?",
+        type=Path,
+        default=REFERENCE,
+        metavar="REFERENCE_DIR",
+        help="the shared reference dumps (default: ../shared/reference beside the repository)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=OUT,
+        metavar="DIR",
+        help=f"where to write the archives (default: {OUT.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(HOSTS),
+        metavar="HOST",
+        help=f"build only this fixture (repeatable; one of: {', '.join(sorted(HOSTS))})",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    ref: Path = args.reference
+    if not ref.is_dir():
+        print(f"make_fixtures: reference directory {ref} not found", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    hosts = {n: HOSTS[n] for n in args.only} if args.only else HOSTS
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (build, provenance) in hosts.items():
         with tempfile.TemporaryDirectory() as tmp:
             b = HostBuilder(Path(tmp))
             nvml, options = build(b, ref)
@@ -679,7 +718,7 @@ def main() -> int:
                 "options": options,
                 "provenance": provenance + " Built by hack/make_fixtures.py.",
             }
-            count = gather.write(OUT / f"{name}.tar.gz", reader.recording, meta)
+            count = gather.write(out / f"{name}.tar.gz", reader.recording, meta)
             print(f"{name}: {count} entries")
     return 0
 
