@@ -14,7 +14,13 @@ PACKAGES = ("common", "agent", "webhook", "certs")
 BACKENDS = {
     "pynvml": {"agent/nvml/pynvml_backend.py"},
     "pyudev": {"agent/udev.py"},
-    "kubernetes": {"agent/kube.py", "webhook/kube.py", "certs/bootstrap.py", "common/kube.py"},
+    "kubernetes": {
+        "agent/kube.py",
+        "webhook/kube.py",
+        "webhook/groups/kube.py",
+        "certs/bootstrap.py",
+        "common/kube.py",
+    },
 }
 
 

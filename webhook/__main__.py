@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the leader-elected labeler (Lease in $POD_NAMESPACE)",
     )
     serve.add_argument(
+        "--placer",
+        action="store_true",
+        help="also run the leader-elected group placer (Lease gpufabric-placer in $POD_NAMESPACE)",
+    )
+    serve.add_argument(
         "--cufile-configmap",
         metavar="NAME",
         help="ConfigMap with cufile.json to mount into pods that ask for cuFile",

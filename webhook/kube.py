@@ -102,8 +102,9 @@ def run_leader_elected(
     lead: Callable[[], None],
     on_change: Callable[[bool], None],
     stop: threading.Event,
+    lease: str = "gpufabric-labeler",
 ) -> None:
-    """Hold the labeler Lease and run `lead` while holding it; campaign again after losing it."""
+    """Hold the Lease and run `lead` while holding it; campaign again after losing it."""
     client.Configuration.set_default(api_client.configuration)
 
     def started() -> None:
@@ -114,7 +115,7 @@ def run_leader_elected(
         on_change(False)
 
     while not stop.is_set():
-        lock = LeaseLock("gpufabric-labeler", namespace, identity)
+        lock = LeaseLock(lease, namespace, identity)
         config = electionconfig.Config(lock, 15, 10, 2, started, stopped)
         try:
             leaderelection.LeaderElection(config).run()

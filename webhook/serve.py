@@ -113,6 +113,9 @@ async def serve(args: argparse.Namespace) -> int:
             daemon=True,
         ).start()
 
+    if getattr(args, "placer", False):
+        start_placer(api_client, metrics, stop)
+
     ctx = tls_context(args.tls_cert, args.tls_key)
     reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
     app = make_app(cache, settings, metrics)
@@ -134,3 +137,41 @@ async def serve(args: argparse.Namespace) -> int:
     reload_task.cancel()
     await runner.cleanup()
     return 0
+
+
+def start_placer(api_client: Any, metrics: WebhookMetrics, stop: threading.Event) -> None:
+    """The group placer beside the labeler: its own Lease, one copy of the work cluster-wide."""
+    from webhook.groups.gauges import gauges_every
+    from webhook.groups.kube import run_placer
+    from webhook.groups.names import PLACER_LEASE
+    from webhook.kube import run_leader_elected
+
+    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
+    identity = os.environ.get("POD_NAME") or socket.gethostname()
+    leading = threading.Event()
+
+    def lead() -> None:
+        lead_stop = threading.Event()
+        worker = threading.Thread(
+            target=run_placer,
+            args=(api_client, lead_stop, metrics, gauges_every(metrics, 5.0)),
+            name="placer",
+            daemon=True,
+        )
+        worker.start()
+        while leading.is_set() and not stop.is_set():
+            stop.wait(1)
+        lead_stop.set()  # before the Lease can pass to another replica (renew deadline < lease)
+        worker.join(timeout=5)
+
+    def on_change(is_leader: bool) -> None:
+        (leading.set if is_leader else leading.clear)()
+        metrics.placer_leader.set(1 if is_leader else 0)
+        log.info("placer leadership", extra={"leader": is_leader, "identity": identity})
+
+    threading.Thread(
+        target=run_leader_elected,
+        args=(api_client, namespace, identity, lead, on_change, stop, PLACER_LEASE),
+        name="placer-election",
+        daemon=True,
+    ).start()

@@ -1,0 +1,150 @@
+"""The placer's Kubernetes I/O: list+watch Pods and Nodes, patch pods, post Events.
+
+The only module of the package that imports kubernetes. `run_placer` is the `work(stop)` the
+leader elector runs while this replica holds the `gpufabric-placer` Lease: one thread applies
+events and decides, so the placer's state needs no locks.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from webhook.groups.names import PLACER_FIELD_MANAGER
+from webhook.groups.placer import Placer, PlacerMetrics, Rejected
+from webhook.watch import Gone, Lister, ListWatch, Obj, Watcher
+
+log = logging.getLogger(__name__)
+_TIMEOUT = 10
+_TICK = 5.0  # seconds between retries of groups that are still gated
+_LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
+
+
+def core_list_watch(
+    api_client: client.ApiClient, kind: str, field_selector: str = ""
+) -> tuple[Lister, Watcher]:
+    core = client.CoreV1Api(api_client)
+    method = core.list_pod_for_all_namespaces if kind == "pods" else core.list_node
+
+    def lister() -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:  # pages of 500 keep a 20,000-pod relist small
+            resp: Any = method(
+                limit=500,
+                _continue=token,
+                field_selector=field_selector or None,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT * 3,
+            )
+            data = json.loads(resp.data)
+            items += data.get("items") or []
+            token = data["metadata"].get("continue")
+            if not token:
+                return items, str(data["metadata"].get("resourceVersion", ""))
+
+    def watcher(version: str) -> Iterable[Obj]:
+        try:
+            for event in watch.Watch().stream(
+                method,
+                resource_version=version,
+                field_selector=field_selector or None,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+            ):
+                yield {"type": event["type"], "object": event["raw_object"]}
+        except ApiException as err:
+            if err.status == 410:
+                raise Gone() from err
+            raise
+
+    return lister, watcher
+
+
+class KubePlacerApi:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api_client)
+
+    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+        try:
+            self.core.patch_namespaced_pod(
+                name,
+                namespace,
+                ops,
+                field_manager=PLACER_FIELD_MANAGER,
+                _content_type="application/json-patch+json",
+                _request_timeout=_TIMEOUT,
+            )
+        except ApiException as err:
+            if err.status in (404, 409, 422):
+                raise Rejected(f"{namespace}/{name}: HTTP {err.status}") from err
+            raise
+
+    def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
+        meta = pod["metadata"]
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body: Any = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": PLACER_FIELD_MANAGER},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(meta["namespace"], body, _request_timeout=_TIMEOUT)
+        except ApiException as err:  # an Event is best effort; the decision stands
+            log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
+
+
+def run_placer(
+    api_client: client.ApiClient,
+    stop: threading.Event,
+    metrics: PlacerMetrics | None = None,
+    gauges: Callable[[Placer], None] = lambda _: None,
+) -> None:
+    """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
+    placer = Placer(KubePlacerApi(api_client), metrics=metrics)
+    inbox: queue.Queue[Callable[[], None]] = queue.Queue()
+    watches = [
+        ListWatch(
+            "placer-nodes",
+            *core_list_watch(api_client, "nodes"),
+            on_list=lambda items: inbox.put(lambda: placer.nodes_listed(items)),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
+        ),
+        ListWatch(
+            "placer-pods",
+            *core_list_watch(api_client, "pods", _LIVE),
+            on_list=lambda items: inbox.put(lambda: placer.pods_listed(items)),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
+        ),
+    ]
+    for w in watches:
+        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
+    while not stop.is_set():
+        try:
+            inbox.get(timeout=_TICK)()
+            while not inbox.empty():  # apply the burst, then decide once
+                inbox.get_nowait()()
+        except queue.Empty:
+            placer.retry_all()  # the periodic retry: nothing stays gated by a lost event
+        placer.reconcile()
+        gauges(placer)

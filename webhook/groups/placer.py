@@ -1,0 +1,279 @@
+"""The group placer: from Pod and Node events to one placement per group. Transport-free.
+
+Feed it list results and watch events (kube.py does, from the API server; tests do, from recorded
+sequences), then call `reconcile()`. It keeps the capacity view, waits until every member of a
+group exists (gang), asks choose.decide for a domain and patches each member once: affinity
+tightened, placement recorded, gate removed (enforce.py). What it did is read back from the pods
+themselves, so a restarted placer neither places a member twice nor leaves a gate behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
+from webhook.groups.capacity import CapacityView, pod_gpus
+from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide
+from webhook.groups.enforce import parse_placement, place_ops, placement_value
+from webhook.groups.names import ANN_PLACEMENT, GATE, LEVELS, Level
+from webhook.groups.selector import Selector, selector_of
+
+log = logging.getLogger(__name__)
+GroupKey = tuple[str, str]  # (namespace, group name)
+
+
+class Rejected(Exception):
+    """The API server refused a patch (the pod changed or is gone): decide again later."""
+
+
+class PlacerApi(Protocol):
+    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None: ...
+
+    def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
+
+
+class PlacerMetrics(Protocol):
+    def decided(self, level: str, outcome: str, seconds: float) -> None: ...
+
+    def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    gpus: int
+    holds: bool  # counts against its node's GPUs (bound, not terminal)
+    member: bool  # counts as a group member (not terminal, not being deleted)
+    group: GroupSpec | None  # None: not grouped, or Kueue's
+    gated: bool  # still carries our gate
+    placement: str  # the recorded "<level>=<domain>", "none", or ""
+    selector: Selector | None
+    body: Mapping[str, Any]  # what place_ops reads: annotations, affinity, gates
+    seen: float  # when the placer first saw it gated
+
+
+def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    terminal = phase in ("Succeeded", "Failed")
+    annotations = meta.get("annotations") or {}
+    group, _ = parse_group(annotations)
+    if group is not None and kueue_managed(obj):
+        group = None
+    gated = any((g or {}).get("name") == GATE for g in spec.get("schedulingGates") or [])
+    node = str(spec.get("nodeName") or "")
+    grouped = group is not None
+    return PodRecord(
+        uid=str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"),
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        node=node,
+        gpus=pod_gpus(spec),
+        holds=bool(node) and not terminal,
+        member=not terminal and not meta.get("deletionTimestamp"),
+        group=group,
+        gated=gated and grouped,
+        placement=str(annotations.get(ANN_PLACEMENT) or ""),
+        selector=selector_of(spec) if grouped else None,
+        body={
+            "metadata": {"annotations": dict(annotations)},
+            "spec": {k: spec[k] for k in ("affinity", "schedulingGates") if k in spec},
+        }
+        if grouped
+        else {},
+        seen=now,
+    )
+
+
+class Placer:
+    def __init__(
+        self,
+        api: PlacerApi,
+        *,
+        policy: Policy = "tightest",
+        clock: Callable[[], float] = time.monotonic,
+        metrics: PlacerMetrics | None = None,
+    ) -> None:
+        self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
+        self.view = CapacityView()
+        self.pods: dict[str, PodRecord] = {}
+        self.groups: dict[GroupKey, set[str]] = {}
+        self.dirty: set[GroupKey] = set()
+        self.waiting: dict[GroupKey, str] = {}  # the last explanation given, to say it once
+
+    # -- inputs ------------------------------------------------------------------------------
+    def nodes_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.view.replace_nodes(items)
+        self.retry_all()
+
+    def node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        generation = self.view.generation
+        if kind == "DELETED":
+            self.view.delete_node(str((obj.get("metadata") or {}).get("name", "")))
+        else:
+            self.view.put_node(obj)
+        if self.view.generation != generation:
+            self.retry_all()
+
+    def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        old = self.pods
+        self.pods, self.groups = {}, {}
+        self.view.bound, self.view.promised = {}, {}
+        self.view._taken = {}
+        for obj in items:
+            self._put(obj, old)
+        self._repromise()
+        self.retry_all()
+
+    def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            rec = self.pods.pop(uid, None)
+            self.view.delete_pod(uid)
+            if rec is not None and rec.group is not None:
+                key = (rec.namespace, rec.group.name)
+                self.groups.get(key, set()).discard(uid)
+                if not self.groups.get(key):
+                    self.groups.pop(key, None)
+                    self.waiting.pop(key, None)
+            self.retry_all()  # freed GPUs may let a waiting group in
+            return
+        before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
+        rec = self._put(obj, self.pods)
+        if before is None or (before.holds, before.node) != (rec.holds, rec.node):
+            self.retry_all()
+        elif rec.group is not None:
+            self.dirty.add((rec.namespace, rec.group.name))
+
+    def _put(self, obj: Mapping[str, Any], known: Mapping[str, PodRecord]) -> PodRecord:
+        rec = pod_record(obj, self.clock())
+        old = known.get(rec.uid)
+        if old is not None:
+            rec = replace(rec, seen=old.seen)
+        self.pods[rec.uid] = rec
+        self.view.put_pod(rec.uid, rec.node, rec.gpus, rec.holds)
+        if rec.group is not None:
+            self.groups.setdefault((rec.namespace, rec.group.name), set()).add(rec.uid)
+        return rec
+
+    def retry_all(self) -> None:
+        self.dirty |= {k for k, uids in self.groups.items() if any(self._gated(u) for u in uids)}
+
+    def _gated(self, uid: str) -> bool:
+        rec = self.pods.get(uid)
+        return rec is not None and rec.gated and rec.member
+
+    def _repromise(self) -> None:
+        """After a restart: ungated, unbound members keep their GPUs promised in their domain."""
+        for rec in self.pods.values():
+            if rec.group is None or rec.gated or rec.node or not rec.member:
+                continue
+            where = parse_placement(rec.placement)
+            if where is None or where[0] not in LEVELS or rec.selector is None:
+                continue
+            ok = self.view.eligible(rec.selector)
+            fits = [
+                (self.view.free(n), n)
+                for n in self.view.domain_nodes(where[0], where[1])
+                if n in ok and self.view.free(n) >= rec.gpus
+            ]
+            if fits:
+                self.view.promise(rec.uid, min(fits)[1], rec.gpus)
+
+    # -- the work ----------------------------------------------------------------------------
+    def reconcile(self) -> None:
+        todo, self.dirty = sorted(self.dirty), set()
+        for key in todo:
+            try:
+                self._place(key)
+            except Rejected:
+                self.dirty.add(key)  # the pod moved on; the next event or tick retries
+            except Exception:
+                log.exception("group placement failed", extra={"group": f"{key[0]}/{key[1]}"})
+                self.dirty.add(key)
+
+    def _place(self, key: GroupKey) -> None:
+        recs = sorted(
+            (self.pods[u] for u in self.groups.get(key, ()) if self.pods[u].member),
+            key=lambda r: r.name,
+        )
+        gated = [r for r in recs if r.gated]
+        if not gated:
+            self.waiting.pop(key, None)
+            return
+        spec = gated[0].group
+        assert spec is not None  # noqa: S101 - gated implies grouped
+        recorded = Counter(r.placement for r in recs if not r.gated and r.placement)
+        within: tuple[Level, str] | None = None
+        if recorded:
+            where = parse_placement(recorded.most_common(1)[0][0])
+            if where is not None and where[0] in LEVELS:
+                within = (where[0], where[1])
+        elif len(gated) < spec.size:
+            self._wait(key, gated, f"waiting for members: {len(gated)} of {spec.size} exist")
+            return
+        request = Request(
+            name=spec.name,
+            members=tuple(
+                Member(f"{r.namespace}/{r.name}", r.gpus, r.selector)
+                for r in gated
+                if r.selector is not None
+            ),
+            locality=spec.locality,
+            level=spec.level,
+            within=within,
+        )
+        started = time.perf_counter()
+        decision = decide(self.view, request, self.policy)
+        took = time.perf_counter() - started
+        if isinstance(decision, Waiting):
+            if self.metrics:
+                self.metrics.decided(decision.level or "none", "waiting", took)
+            self._wait(key, gated, f"{spec.locality} group {spec.name}: {decision.message}")
+            return
+        if self.metrics:
+            self.metrics.decided(decision.level or "none", _outcome(decision, within), took)
+        self._apply(key, gated, decision, recovery=bool(recorded))
+
+    def _apply(
+        self, key: GroupKey, gated: list[PodRecord], decision: Placed, recovery: bool
+    ) -> None:
+        by_key = {f"{r.namespace}/{r.name}": r for r in gated}
+        self.waiting.pop(key, None)
+        for a in decision.assignments:
+            rec = by_key[a.member]
+            ops = place_ops(rec.body, a.level, a.domain)
+            if ops is None:
+                continue
+            self.api.patch_pod(rec.namespace, rec.name, ops)  # Rejected stops the rest
+            value = placement_value(a.level, a.domain)
+            self.pods[rec.uid] = replace(rec, gated=False, placement=value)
+            self.view.promise(rec.uid, a.node, rec.gpus)
+            if self.metrics:
+                self.metrics.ungated(self.clock() - rec.seen, recovery)
+            self.api.event(_ref(rec), "GroupPlaced", f"group {key[1]} placed in {value}", "Normal")
+
+    def _wait(self, key: GroupKey, gated: list[PodRecord], message: str) -> None:
+        if self.waiting.get(key) == message:
+            return
+        self.waiting[key] = message
+        for rec in gated:
+            self.api.event(_ref(rec), "GroupWaiting", message, "Normal")
+
+
+def _outcome(decision: Placed, within: tuple[Level, str] | None) -> str:
+    if within is not None:
+        return "recovered" if decision.domains == (within[1],) else "moved"
+    return "spread" if len(decision.domains) > 1 else "placed"
+
+
+def _ref(rec: PodRecord) -> dict[str, Any]:
+    return {"metadata": {"name": rec.name, "namespace": rec.namespace, "uid": rec.uid}}
