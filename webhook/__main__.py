@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the leader-elected group placer (Lease gpufabric-placer in $POD_NAMESPACE)",
     )
     serve.add_argument(
+        "--topology-labels",
+        metavar="PRESET|KEYS",
+        help="labeler: network position from existing node labels (aws, gke, oci, topograph, "
+        "coreweave, or KEY,KEY,... top level first) when ConfigMap gpufabric-topology is absent",
+    )
+    serve.add_argument(
         "--cufile-configmap",
         metavar="NAME",
         help="ConfigMap with cufile.json to mount into pods that ask for cuFile",

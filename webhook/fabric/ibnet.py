@@ -31,8 +31,9 @@ _MANAGED_SWITCH = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # MF0;<hostname>:<mod
 _PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
 
 
-def node_id(prefix: str, guid: int) -> str:
-    return f"{prefix}-{guid:016x}"
+def node_id(prefix: str, guid_hex: str) -> str:
+    """`S-`/`H-`/`R-` plus the GUID as 16 lowercase hex digits (the dump's own spelling)."""
+    return f"{prefix}-{guid_hex.lower().zfill(16)}"
 
 
 @dataclass(slots=True)
@@ -60,11 +61,12 @@ class Dump:
         if a != b:  # loop-back cables on one switch say nothing about position
             self.links.add((a, b) if a < b else (b, a))
 
-    def add(self, prefix: str, guid: int, desc: str, line: int) -> IbNode:
-        nid = node_id(prefix, guid)
+    def add(self, prefix: str, guid_hex: str, desc: str, line: int) -> IbNode:
+        # Inlined node_id for the common 16-digit case: this runs once per port line.
+        nid = prefix + "-" + guid_hex.lower() if len(guid_hex) == 16 else node_id(prefix, guid_hex)
         node = self.nodes.get(nid)
         if node is None:
-            node = self.nodes[nid] = IbNode(nid, guid, desc, line)
+            node = self.nodes[nid] = IbNode(nid, int(guid_hex, 16), desc, line)
         elif desc and not node.desc:
             node.desc = desc
         return node
@@ -114,6 +116,18 @@ def _parse_topology(text: str) -> Dump:
         if not line:
             current = None
             continue
+        if line[0] == "[" and current is not None:  # the common case: a port line
+            p = _PORT.match(line)
+            if p is None:
+                raise SourceError("cannot read this port line (truncated?)", no, raw)
+            _port, own_guid, peer_prefix, peer_guid, _peer_port, peer_port_guid = p.groups()
+            peer = dump.add(peer_prefix, peer_guid, "", no)
+            if own_guid:
+                current.port_guids.add(int(own_guid, 16))
+            if peer_port_guid:
+                peer.port_guids.add(int(peer_port_guid, 16))
+            dump.link(current.id, peer.id)
+            continue
         if line.startswith("#"):
             started = True
             m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
@@ -129,22 +143,12 @@ def _parse_topology(text: str) -> Dump:
             kind, _nports, prefix, guid, desc, _rest = m.groups()
             if _PREFIX[kind] != prefix:
                 raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
-            current = dump.add(prefix, int(guid, 16), desc or "", no)
-            continue
-        p = _PORT.match(line)
-        if p and current is not None:
-            _port, own_guid, peer_prefix, peer_guid, _peer_port, peer_port_guid = p.groups()
-            peer = dump.add(peer_prefix, int(peer_guid, 16), "", no)
-            if own_guid:
-                current.port_guids.add(int(own_guid, 16))
-            if peer_port_guid:
-                peer.port_guids.add(int(peer_port_guid, 16))
-            dump.link(current.id, peer.id)
+            current = dump.add(prefix, guid, desc or "", no)
             continue
         if not started:
             dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
             continue
-        if p:
+        if _PORT.match(line):
             raise SourceError("port line outside a Switch/Ca block", no, raw)
         raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
     return dump
@@ -167,10 +171,10 @@ def _parse_ports(text: str) -> Dump:
         kind, _lid, _port, guid, _w, _s, pkind, _plid, _pport, pguid, descs, tail = m.groups()
         own_desc, peer_desc = _descs(descs, tail)
         # -p prints port GUIDs; a switch's port 0 GUID is its node GUID.
-        own = dump.add(_PREFIX[kind], int(guid, 16), own_desc, no)
+        own = dump.add(_PREFIX[kind], guid, own_desc, no)
         own.port_guids.add(int(guid, 16))
         if pkind and pguid:
-            peer = dump.add(_PREFIX[pkind], int(pguid, 16), peer_desc, no)
+            peer = dump.add(_PREFIX[pkind], pguid, peer_desc, no)
             peer.port_guids.add(int(pguid, 16))
             dump.link(own.id, peer.id)
     return dump

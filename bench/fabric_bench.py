@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Fabric benchmark: derive network positions from a big ibnetdiscover dump; converge the labels.
+
+    .venv/bin/python bench/fabric_bench.py [--rounds 3] [--skip-labeler]
+
+1. Derive: a synthetic rail-optimized dump of 4,096 nodes x 8 rails (128 scalable units of 32,
+   1,024 rail leaves, 3 tiers) printed in ibnetdiscover's own format, joined to 4,096 statuses by
+   HCA GUID. Also 10,000 single-rail nodes under 916 switches (issue 8's size for "parse in
+   under 2 s"). Time is the median of --rounds, wall and CPU, each round interleaved with the
+   baseline: one bare `line.split()` pass over the same dump (the least any parser must do).
+   Memory: tracemalloc peak of one derivation (the dump text itself excluded). Targets (issue 8):
+   <= 2 s and <= 200 MB for the 4,096-node dump.
+2. Labeler: 5,000 nodes with GpuNodeStatus and network positions from the same kind of dump;
+   a fake Node API (server-side apply semantics, counting requests). Start: every node converges
+   with <= 1 write; steady state (everything listed again, the ConfigMap re-read): 0 writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.fabric_dump import FatTree  # noqa: E402
+from webhook.fabric import join  # noqa: E402
+from webhook.fabric.levels import Positions  # noqa: E402
+from webhook.fabric.source import derive  # noqa: E402
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    gc.collect()
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w, time.process_time() - c
+
+
+def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
+    text, statuses = tree.render()
+    nodes = join.from_statuses(statuses.items())
+
+    def run() -> Positions:
+        return Positions(derive(text, "ibnetdiscover", nodes))
+
+    def baseline() -> int:
+        return sum(len(line.split()) for line in text.splitlines())
+
+    ours, base = [], []
+    for _ in range(rounds):
+        base.append(_timed(baseline))
+        ours.append(_timed(run))
+    pos = run()
+    tracemalloc.start()
+    run()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    wall = statistics.median(w for w, _ in ours)
+    cpu = statistics.median(c for _, c in ours)
+    bwall = statistics.median(w for w, _ in base)
+    switches = sum(1 for line in text.splitlines() if line.startswith("Switch"))
+    print(
+        f"{name}: {len(statuses)} nodes, {switches} switches, {len(text) / 2**20:.1f} MiB dump, "
+        f"{len(pos.fabric.leaves)} leaf domains, tiers {pos.fabric.tiers}"
+    )
+    print(
+        f"  derive: wall {wall:.2f} s (cpu {cpu:.2f} s), baseline line-split {bwall:.2f} s, "
+        f"ratio {wall / bwall:.1f}x; peak memory {peak:.0f} MiB (+ the dump text "
+        f"{len(text) / 2**20:.0f} MiB)"
+    )
+
+
+def bench_labeler(n: int) -> None:
+    from tests.webhook.node_fakes import NodeServer
+    from webhook.fabric.controller import FabricController
+    from webhook.labeler import Labeler
+
+    tree = FatTree(n // 40, 40, rails=8, spines=16, tiers=3, pod_size=4)
+    text, statuses = tree.render()
+    objs = [{"metadata": {"name": name}, "status": st} for name, st in statuses.items()]
+    server = NodeServer({name: {"kubernetes.io/hostname": name} for name in statuses})
+    fabric = FabricController()
+    fabric.configmap({"ibnetdiscover": text})
+    fabric.statuses([(name, st) for name, st in statuses.items()])
+    fabric.refresh()
+    labeler = Labeler(server, extra=fabric.labels_for_node)
+    labeler.statuses_listed(objs)
+    labeler.nodes_listed(server.list_objects())
+    labeler.drain()
+    start = len(server.requests)
+    per_node: dict[str, int] = {}
+    for name, _ in server.requests:
+        per_node[name] = per_node.get(name, 0) + 1
+    labeled = sum(1 for name in statuses if "gpufabric.io/leaf" in server.nodes[name].labels)
+    # Steady state: the same statuses and nodes again, the same ConfigMap again.
+    fabric.configmap({"ibnetdiscover": text})
+    changed, _ = fabric.refresh()
+    if changed:
+        labeler.resync_all()
+    labeler.statuses_listed(objs)
+    labeler.nodes_listed(server.list_objects())
+    labeler.drain()
+    steady = len(server.requests) - start
+    print(
+        f"labeler: {len(statuses)} nodes, {labeled} with network labels; start {start} writes "
+        f"(max {max(per_node.values())} per node), steady state {steady} writes"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-labeler", action="store_true")
+    args = parser.parse_args()
+    bench_derive(
+        "rail-optimized", FatTree(128, 32, rails=8, spines=16, tiers=3, pod_size=4), args.rounds
+    )
+    bench_derive(
+        "single-rail", FatTree(500, 20, rails=1, spines=8, tiers=3, pod_size=10), args.rounds
+    )
+    if not args.skip_labeler:
+        bench_labeler(5000)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
