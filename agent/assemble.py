@@ -12,7 +12,7 @@ from typing import Literal
 
 from agent.conditions import conditions, find_faults
 from agent.hca_select import Candidate, select
-from agent.islands import islands, nvlink_from_nvml
+from agent.islands import islands, nvlink_from_nvml, nvlink_from_topo
 from agent.nvml import NvmlGpu, NvmlInventory, normalize_bus_id
 from agent.probes.gds import GdsProbe
 from agent.probes.nccl_topo import NcclTopo
@@ -64,11 +64,16 @@ class Assembled:
     places: tuple[Place, ...]
 
 
-def _locality(pci: PciTree | None, topo: NcclTopo | None, bus_id: str) -> Locality:
-    if topo is not None and bus_id in topo.devices:
-        return topo.devices[bus_id]
+def _locality(
+    pci: PciTree | None, topo: NcclTopo | None, bus_id: str, nic: bool = False
+) -> Locality:
+    """One source for every device of a pass, so no distance mixes two trees: sysfs, or with a
+    topology file the file's tree with sysfs used only to hang devices into it, as NCCL does."""
     function = pci.get(bus_id) if pci is not None else None
-    return function.locality if function is not None else Locality(root="")
+    sysfs = function.locality if function is not None else None
+    if topo is not None:
+        return topo.attach(bus_id, sysfs, nic)
+    return sysfs if sysfs is not None else Locality(root="")
 
 
 def _pcie_root(function: PciFunction | None) -> str:
@@ -126,8 +131,10 @@ def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
     if pci is None:
         return []
     gpus = []
+    gpu_by_bus = {f.bus_id: i for i, f in enumerate(pci.gpus())}
     for index, function in enumerate(pci.gpus()):
         place = _locality(pci, topo, function.bus_id)
+        described = topo.gpus.get(function.bus_id) if topo is not None else None
         gpus.append(
             Gpu(
                 index=index,
@@ -139,6 +146,10 @@ def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
                 local_cpus=place.local_cpus,
                 pcie_link_speed=function.link_speed,
                 pcie_link_width=function.link_width,
+                # Without NVML, the topology file is the only NVLink source (the condition says so).
+                nvlink=(
+                    nvlink_from_topo(function.bus_id, described, gpu_by_bus) if described else None
+                ),
             )
         )
     return gpus
@@ -152,7 +163,7 @@ def _hcas(
     hcas = []
     for raw in sorted(rdma.hcas, key=lambda h: natural(h.name)):
         function = pci.get(raw.pci_bus_id) if pci is not None and raw.pci_bus_id else None
-        place = _locality(pci, topo, raw.pci_bus_id)
+        place = _locality(pci, topo, raw.pci_bus_id, nic=True)
         hcas.append(
             Hca(
                 name=raw.name,
@@ -230,7 +241,9 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
 
     # Places: everything the distance matrix and nearest-device lists are computed over.
     gpu_places = {str(g.index): _locality(pci, topo, g.pci_bus_id) for g in gpus}
-    hca_places = {h.name: _locality(pci, topo, h.pci_bus_id) for h in hcas if h.pci_bus_id}
+    hca_places = {
+        h.name: _locality(pci, topo, h.pci_bus_id, nic=True) for h in hcas if h.pci_bus_id
+    }
     nvme_list = sorted(gds.nvme, key=lambda x: natural(x.name)) if gds is not None else []
     nvme_places = {n.name: _locality(pci, topo, n.pci_bus_id) for n in nvme_list}
     hcas = _compute_fabric(hcas, hca_places, gpu_places, opts)

@@ -74,6 +74,10 @@ def conditions(
         conds.append(_condition(api.COND_NVML, True, "Initialized", msg, opts))
     else:
         found = f"; {len(gpus)} NVIDIA GPUs found on PCI" if gpus else ""
+        if results.topo.value is not None and any(g.nvlink for g in gpus):
+            found += f"; NVLink from NCCL topology {results.topo.value.path}"
+        elif gpus:
+            found += "; NVLink unknown"
         conds.append(_condition(api.COND_NVML, False, nvml.reason, nvml.message + found, opts))
 
     pci = results.pci
@@ -85,7 +89,8 @@ def conditions(
         )
         if results.topo.value is None and results.topo.reason not in ("", "NotConfigured"):
             where = f" (NCCL topology file ignored: {results.topo.message})"
-        probs = "; ".join(pci.value.problems[:5])
+        topo_problems = results.topo.value.problems if results.topo.value else ()
+        probs = "; ".join([*topo_problems, *pci.value.problems][:5])
         msg = f"{len(pci.value.functions)} PCI functions of interest{where}"
         conds.append(
             _condition(api.COND_PCIE, True, "Probed", msg + (f"; {probs}" if probs else ""), opts)

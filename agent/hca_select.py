@@ -98,10 +98,12 @@ def select(
     if near:
         for c in pool:
             if c not in near:
-                where = c.gpu_distance or "no known PCIe path"
-                out[c.name] = Choice(
-                    False, f"{where} to the nearest GPU, while other HCAs share a switch with one"
+                where = (
+                    f"{c.gpu_distance} to the nearest GPU"
+                    if c.gpu_distance
+                    else "no known PCIe path to a GPU"
                 )
+                out[c.name] = Choice(False, f"{where}, while other HCAs share a switch with one")
         pool = near
     where = "shares a PCIe switch with a GPU" if near else "no HCA shares a switch with a GPU"
     out.update(_by_link(pool, where))

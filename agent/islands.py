@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from agent.nvml import NvmlGpu, normalize_bus_id
+from agent.probes.nccl_topo import TopoGpu
 from common.model import Gpu, NvLink, NvLinkIsland, NvLinkPeer
 
 # NVML_NVLINK_VERSION_* enum -> NVLink generation (pynvml: 1_0=1, 2_0=2, 2_2=3, 3_0=4, 3_1=5, ...).
@@ -41,6 +42,43 @@ def nvlink_from_nvml(gpu: NvmlGpu, gpu_by_bus: Mapping[str, int]) -> NvLink | No
         total_links=len(gpu.links),
         bandwidth_gbps=len(active) * NVLINK_LINK_GBPS.get(generation, 0),
         peers=peers,
+    )
+
+
+# NCCL topology files give the GPU's SM version (sm="80"), not the NVLink generation.
+SM_MAJOR_TO_GENERATION = {6: 1, 7: 2, 8: 3, 9: 4, 10: 5}
+
+
+def nvlink_from_topo(bus_id: str, gpu: TopoGpu, gpu_by_bus: Mapping[str, int]) -> NvLink | None:
+    """NVLink as an NCCL topology file describes it (<nvlink target count tclass>): the links
+    NCCL saw when it dumped the file; "fffffff:ff:ff.0" is an NVSwitch it could not see. A link
+    to the GPU itself (Azure's ncv4 file has one per GPU) connects nothing and is dropped."""
+    links = [link for link in gpu.links if link.target != bus_id]
+    if not links:
+        return None
+    generation = SM_MAJOR_TO_GENERATION.get(gpu.sm // 10, 0)
+    per_peer: Counter[tuple[str, str]] = Counter()
+    for link in links:
+        bus = link.target
+        if bus in gpu_by_bus:
+            kind = "GPU"
+        elif link.tclass == 0x068000 or bus.startswith("fffffff"):
+            kind = "NVSwitch"
+        elif link.tclass == 0x068001:
+            kind = "CPU"
+        else:
+            kind = "Unknown"
+        per_peer[(bus, kind)] += link.count
+    count = sum(per_peer.values())
+    return NvLink(
+        version=generation,
+        active_links=count,
+        total_links=count,
+        bandwidth_gbps=count * NVLINK_LINK_GBPS.get(generation, 0),
+        peers=tuple(
+            NvLinkPeer(pci_bus_id=bus, type=kind, links=n, gpu=gpu_by_bus.get(bus))  # type: ignore[arg-type]
+            for (bus, kind), n in sorted(per_peer.items())
+        ),
     )
 
 

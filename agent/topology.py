@@ -19,6 +19,7 @@ class Locality:
     numa_node: int = -1
     local_cpus: str = ""
     parent: str = ""  # the bridge right above the device: functions of one card share it
+    bridges: tuple[str, ...] = ()  # every bridge from the root port down (sysfs only)
 
     @property
     def nearest_switch(self) -> str:

@@ -14,6 +14,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from agent import gather  # noqa: E402
 from agent.host import HostReader  # noqa: E402
 from agent.nvml import NvmlFabric, NvmlGpu, NvmlInventory, NvmlLink, SnapshotNvml  # noqa: E402
 from agent.probe import ProbeConfig, probe_node  # noqa: E402
+from agent.probes.nccl_topo import mask_to_cpulist  # noqa: E402
 from tests.fakes.sysfs import HostBuilder, Port, ib_guid  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "hosts"
@@ -529,6 +531,75 @@ def host_azure_ndv4(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[
     return {"inventory": inv.to_dict()}, {"ncclTopo": "/opt/microsoft/ndv4-topo.xml"}
 
 
+def host_oci_bm_gpu4(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[str, object]]:
+    # Bare metal: the sysfs tree is rebuilt from the NCCL dump itself. In NCCL's XML each <pci>
+    # bridge is a switch's upstream port (NCCL skips the downstream ports), so each becomes an
+    # upstream port plus one downstream port per child, below an invented root port.
+    path = "/opt/oci-hpc/topology/BM.GPU4.8.xml"
+    text = (ref / "oci-topo/oke-BM.GPU4.8.xml").read_text()
+    root = ET.fromstring(text)  # noqa: S314 - a file from ../shared/reference
+    gpus: list[str] = []
+
+    def walk(node: ET.Element, numa: int, cpus: str, top: str, base: tuple[str, ...]) -> None:
+        """base: sysfs bridges down to `node`, a switch's upstream port."""
+        parent = node.get("busid", "")
+        for k, child in enumerate(node.findall("pci")):
+            busid = child.get("busid", "")
+            dsp = f"{parent[:5]}{int(parent[5:7], 16) + 1:02x}:{k:02x}.0"
+            klass = int(child.get("class", "0"), 16)
+            if (klass >> 8) == 0x0604:
+                walk(child, numa, cpus, top, (*base, dsp, busid))
+                continue
+            vendor, device = int(child.get("vendor", "0"), 16), int(child.get("device", "0"), 16)
+            nets = child.findall("nic/net")
+            for fn in range(max(1, len(nets))):
+                b.pci(
+                    f"{busid[:-1]}{fn}",
+                    root=top,
+                    bridges=(*base, dsp),
+                    vendor=vendor,
+                    device=device,
+                    klass=klass,
+                    numa=numa,
+                    cpulist=cpus,
+                    speed=child.get("link_speed", ""),
+                    width=int(child.get("link_width", "16")),
+                )
+            if klass >> 16 == 0x03:
+                gpus.append(busid)
+            for net in nets:
+                b.hca(
+                    net.get("name", ""),
+                    f"{busid[:-1]}{int(net.get('port', '1')) - 1}",
+                    hca_type="MT4121",  # 15b3:1019, ConnectX-5 Ex
+                    fw="16.35.2000",
+                    node_guid=ib_guid(net.get("guid", "0")),
+                    ports=(Port(1, "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)", "Ethernet"),),
+                )
+
+    for cpu in root.iter("cpu"):
+        numa = int(cpu.get("numaid", "0"))
+        cpus = mask_to_cpulist(cpu.get("affinity", ""))
+        for top in cpu.findall("pci"):
+            busid = top.get("busid", "")
+            bus = int(busid[5:7], 16) - 1
+            walk(top, numa, cpus, f"pci0000:{bus:02x}", (f"0000:{bus:02x}:01.1", busid))
+    b.file(path, text)
+    b.module("nvidia_peermem", "535.104.12")
+    b.file(
+        "/proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.12  Wed Aug 30 2023\n",
+    )
+    b.file("/proc/sys/kernel/osrelease", "5.15.0-1040-oracle\n")
+    assert len(gpus) == 8
+    return {
+        "error": {
+            "reason": "LibraryNotFound",
+            "message": "nvmlInit failed: NVML Shared Library Not Found",
+        }
+    }, {"ncclTopo": path}
+
+
 def host_aws_p4d(b: HostBuilder, ref: Path) -> tuple[dict[str, object], dict[str, object]]:
     # Nitro VM: devices sit flat on one virtual root per bus; the switch layout is only in the file.
     topo = (ref / "aws-ofi-nccl-topo/p4d-24xl-topo.xml").read_text()
@@ -648,6 +719,15 @@ HOSTS = {
         "gpud-fixtures/lspci.nn.a100 (same bus ids); Hyper-V vPCI sysfs with hidden NUMA; "
         "8x 200G HDR as Azure documents for NDv4. DERIVED: the Ethernet VF's name mlx5_an0, "
         "its 40 Gb/s rate, firmware strings and GPU UUIDs are assumed.",
+    ),
+    "oci-bm-gpu4": (
+        host_oci_bm_gpu4,
+        "OCI BM.GPU4.8 bare metal (8x A100-SXM4-40GB, 6 NVSwitch, 8 dual-port ConnectX-5 Ex "
+        "RoCE 100G = 16 RDMA devices, 4-level Broadcom PEX tree, 4 NUMA): PCI tree, NUMA, CPU "
+        "masks, HCA names, ports and GUIDs from oci-topo/oke-BM.GPU4.8.xml (an NCCL topology "
+        "dump, also shipped at its OKE path); NVML library missing (LibraryNotFound), so NVLink "
+        "comes from the file. DERIVED: root complexes, root ports and downstream-port bus ids "
+        "(NCCL's XML leaves them out), firmware strings.",
     ),
     "aws-p4d": (
         host_aws_p4d,

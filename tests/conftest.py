@@ -15,10 +15,10 @@ HOSTS = sorted(p.name.removesuffix(".tar.gz") for p in FIXTURES.glob("*.tar.gz")
 FIXED_NOW = "2026-01-01T00:00:00Z"
 
 
-def probe_snapshot(snap: Snapshot, **config: object) -> Assembled:
+def probe_snapshot(snap: Snapshot, *, use_topo: bool = True, **config: object) -> Assembled:
     opts = snap.options
     cfg = ProbeConfig(
-        nccl_topo=opts.get("ncclTopo"),
+        nccl_topo=opts.get("ncclTopo") if use_topo else None,
         cufile_env_path=opts.get("cufileEnvPath"),
         **config,  # type: ignore[arg-type]
     )

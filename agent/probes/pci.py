@@ -74,7 +74,12 @@ def locality_of(reader: HostReader, bus_id: str) -> Locality | None:
     bridges = chain[:-1]
     # The first bridge is the root port; then each switch shows as upstream port + downstream port.
     switches = tuple(bridges[1::2]) if bridges else ()
-    return Locality(root=parts[start], switches=switches, parent=bridges[-1] if bridges else "")
+    return Locality(
+        root=parts[start],
+        switches=switches,
+        parent=bridges[-1] if bridges else "",
+        bridges=tuple(bridges),
+    )
 
 
 def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
