@@ -5,47 +5,101 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
 import os
 import sys
 import time
 
+from common import cli, logs
 from common.logs import configure
 
+PROG = "python -m certs"
+log = logging.getLogger("certs")
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m certs", description=__doc__)
-    parser.add_argument("command", choices=["bootstrap"])
-    parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "gpufabric-system"))
-    parser.add_argument("--service", default="gpufabric-webhook")
-    parser.add_argument("--secret", default="gpufabric-webhook-tls")
-    parser.add_argument("--webhook-config", default="gpufabric-webhook")
-    parser.add_argument("--renew-before-days", type=int, default=30)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser.add_argument("--version", action="version", version=f"gpufabric {cli.version()}")
+    parser.add_argument(
+        "command",
+        choices=["bootstrap"],
+        help="bootstrap: create the CA and serving certificate, or renew them when due",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "gpufabric-system"),
+        help="namespace of the Secret and the Service (default: $POD_NAMESPACE, else "
+        "gpufabric-system)",
+    )
+    parser.add_argument(
+        "--service",
+        default="gpufabric-webhook",
+        help="the webhook's Service, named in the certificate (default: gpufabric-webhook)",
+    )
+    parser.add_argument(
+        "--secret",
+        default="gpufabric-webhook-tls",
+        help="Secret holding the CA and the serving pair (default: gpufabric-webhook-tls)",
+    )
+    parser.add_argument(
+        "--webhook-config",
+        default="gpufabric-webhook",
+        help="MutatingWebhookConfiguration whose caBundle is kept in step "
+        "(default: gpufabric-webhook)",
+    )
+    parser.add_argument(
+        "--renew-before-days",
+        type=int,
+        default=30,
+        help="renew a certificate this many days before it expires (default: 30)",
+    )
     parser.add_argument(
         "--loop",
         type=float,
         default=0,
         metavar="SECONDS",
-        help="keep reconciling every SECONDS (0: once)",
+        help="keep reconciling every SECONDS (default: 0, once)",
     )
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
-    args = parser.parse_args(argv)
-    configure()
-    from certs.bootstrap import reconcile
-    from common.kube import load_api_client
+    parser.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        metavar="FILE",
+        help="kubeconfig (default: $KUBECONFIG; in a pod, its service account)",
+    )
+    logs.add_arguments(parser)
+    return parser
 
-    api_client = load_api_client(args.kubeconfig)
-    while True:
-        reconcile(
-            api_client,
-            args.namespace,
-            args.service,
-            args.secret,
-            args.webhook_config,
-            dt.timedelta(days=args.renew_before_days),
-        )
-        if not args.loop:
-            return 0
-        time.sleep(args.loop)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure(args.log_level, args.log_json)
+    try:
+        from certs.bootstrap import reconcile
+        from common.kube import load_api_client
+
+        api_client = load_api_client(args.kubeconfig)
+        while True:
+            reconcile(
+                api_client,
+                args.namespace,
+                args.service,
+                args.secret,
+                args.webhook_config,
+                dt.timedelta(days=args.renew_before_days),
+            )
+            if not args.loop:
+                return 0
+            time.sleep(args.loop)
+    except cli.UsageError as err:
+        return cli.fail(PROG, str(err))
+    except ModuleNotFoundError as err:
+        return cli.fail(PROG, cli.missing_module(err))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # an API failure: one line, not a traceback
+        log.debug("reconcile failed", exc_info=True)
+        print(f"{PROG}: {logs.safe(err, 300)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from kubernetes import client, config
 
+from common.cli import UsageError
 
-class NoClusterConfig(RuntimeError):
-    """Neither in a pod nor given a kubeconfig: the command cannot reach a cluster."""
+
+class NoClusterConfig(UsageError):
+    """Neither in-cluster configuration nor a usable kubeconfig."""
 
 
 def load_api_client(kubeconfig: str | None) -> client.ApiClient:
@@ -19,9 +21,11 @@ def load_api_client(kubeconfig: str | None) -> client.ApiClient:
                 config.load_incluster_config()
             except config.ConfigException:
                 config.load_kube_config()
-    except (config.ConfigException, OSError) as err:
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as err:
+        where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster or ~/.kube/config"
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise NoClusterConfig(
-            f"no cluster configuration ({err}); run in a pod, or pass --kubeconfig FILE "
-            "or set KUBECONFIG"
+            f"no usable cluster configuration ({where}): {detail}; "
+            "run inside a pod, or pass --kubeconfig FILE or set KUBECONFIG"
         ) from None
     return client.ApiClient()

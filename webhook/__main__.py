@@ -10,28 +10,81 @@ from pathlib import Path
 
 import yaml
 
-from common import logs
+from common import cli, logs
 from common.logs import configure
 from webhook import topology
+
+PROG = "gpufabric-webhook"
+
+
+def _offline_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pod",
+        required=True,
+        metavar="FILE",
+        help="the pod, YAML or JSON; - reads it from standard input",
+    )
+    p.add_argument(
+        "--status",
+        required=True,
+        nargs="+",
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="GpuNodeStatus YAML/JSON files or directories (`gpufabric-agent probe -o yaml`, "
+        "`kubectl get gpunodestatuses -o yaml`); Node objects found there (`kubectl get nodes "
+        "-o yaml`) give the node labels the pod's own affinity is checked against",
+    )
+    p.add_argument(
+        "--claim",
+        nargs="*",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="GpuClaim YAML/JSON files (default: none)",
+    )
+    p.add_argument(
+        "--namespace",
+        default=None,
+        help="the pod's namespace (default: the pod's metadata.namespace, else default)",
+    )
+    p.add_argument(
+        "--cufile-configmap",
+        metavar="NAME",
+        default=None,
+        help="ConfigMap with cufile.json to mount into cuFile pods (default: none)",
+    )
+    p.add_argument(
+        "--inject-nccl-tuning",
+        action="store_true",
+        help="also set NCCL_NET_GDR_LEVEL (default: off)",
+    )
+    logs.add_arguments(p, repeat=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpufabric-webhook",
+        prog=PROG,
         description="Mutating admission webhook that turns a pod's gpufabric.io requests into node "
         "affinity, NCCL_IB_HCA and cuFile settings; optionally the node labeler.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {cli.version()}")
     logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="serve /mutate over TLS")
-    serve.add_argument("--port", type=int, default=8443)
-    serve.add_argument("--tls-cert", required=True, type=Path, metavar="FILE")
-    serve.add_argument("--tls-key", required=True, type=Path, metavar="FILE")
+    serve = sub.add_parser(
+        "serve", help="serve /mutate over TLS", description="Serve /mutate over TLS."
+    )
+    serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
+    serve.add_argument(
+        "--tls-cert", required=True, type=Path, metavar="FILE", help="serving certificate (PEM)"
+    )
+    serve.add_argument(
+        "--tls-key", required=True, type=Path, metavar="FILE", help="its private key (PEM)"
+    )
     serve.add_argument(
         "--labeler",
         action="store_true",
-        help="also run the leader-elected labeler (Lease in $POD_NAMESPACE)",
+        help="also run the leader-elected labeler, Lease in $POD_NAMESPACE (default: off)",
     )
     serve.add_argument(
         "--placer",
@@ -47,47 +100,83 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--cufile-configmap",
         metavar="NAME",
-        help="ConfigMap with cufile.json to mount into pods that ask for cuFile",
+        default=None,
+        help="ConfigMap with cufile.json to mount into pods that ask for cuFile (default: none)",
     )
     serve.add_argument(
         "--inject-nccl-tuning",
         action="store_true",
-        help="also set NCCL_NET_GDR_LEVEL (an NCCL debugging knob; opt-in)",
+        help="also set NCCL_NET_GDR_LEVEL, an NCCL debugging knob (default: off)",
     )
     serve.add_argument(
         "--no-nccl-ib-hca",
         action="store_true",
-        help="place RDMA pods by affinity only; do not inject NCCL_IB_HCA",
+        help="place RDMA pods by affinity only; do not inject NCCL_IB_HCA (default: inject)",
     )
     serve.add_argument(
         "--metrics-port",
         type=int,
         default=9401,
-        help="plain-HTTP port for /metrics, /healthz, /readyz",
+        help="plain-HTTP port for /metrics, /healthz, /readyz (default: 9401)",
     )
-    serve.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), metavar="FILE")
-    serve.add_argument("--cert-reload-interval", type=float, default=10.0, metavar="SECONDS")
+    serve.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        metavar="FILE",
+        help="kubeconfig (default: $KUBECONFIG; in a pod, its service account)",
+    )
+    serve.add_argument(
+        "--cert-reload-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often to check the certificate files for a renewal (default: 10)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="open HTTPS connections at most; the longest idle one makes room (default: 256)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close a connection with no request in progress after this long; also the time a "
+        "client has to send a request's headers (default: 30)",
+    )
+    logs.add_arguments(serve, repeat=True)
 
-    for name, text in (
-        ("mutate", "print the JSONPatch and the patched pod"),
-        ("explain", "say, node by node, which requirement each node meets"),
-    ):
-        p = sub.add_parser(name, help=text, description=f"Offline: {text} (no cluster needed).")
-        p.add_argument("--pod", required=True, type=Path, metavar="FILE", help="pod YAML or JSON")
-        p.add_argument(
-            "--status",
-            required=True,
-            nargs="+",
-            type=Path,
-            metavar="FILE_OR_DIR",
-            help="GpuNodeStatus YAML/JSON files (e.g. `gpufabric-agent probe -o yaml`)",
-        )
-        p.add_argument(
-            "--claim", nargs="*", type=Path, default=[], metavar="FILE", help="GpuClaim YAML files"
-        )
-        p.add_argument("--namespace", default=None, help="pod namespace (default: the pod's own)")
-        p.add_argument("--cufile-configmap", metavar="NAME")
-        p.add_argument("--inject-nccl-tuning", action="store_true")
+    mutate = sub.add_parser(
+        "mutate",
+        help="print the JSONPatch and the patched pod",
+        description="Offline (no cluster needed): what the webhook would do to a pod. "
+        "Exit code 1 when the pod would be denied.",
+    )
+    _offline_arguments(mutate)
+    mutate.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json", "yaml"],
+        default="text",
+        help="text: the patch and the pod for a person; json or yaml: one document "
+        "{allowed, warnings, patch, pod} (or {allowed: false, message}) (default: text)",
+    )
+    explain = sub.add_parser(
+        "explain",
+        help="say, node by node, which requirement each node meets",
+        description="Offline (no cluster needed): node by node, every requirement of the pod and "
+        "whether the node meets it, with the value and the probe condition behind it.",
+    )
+    _offline_arguments(explain)
+    explain.add_argument(
+        "--node",
+        metavar="NAME",
+        default=None,
+        help="show only this node: why it does or does not admit the pod (default: all nodes)",
+    )
     topology.add_parser(sub)
     return parser
 
@@ -105,9 +194,14 @@ def main(argv: list[str] | None = None) -> int:
         from webhook.offline import cmd_offline
 
         return cmd_offline(args)
-    except (OSError, yaml.YAMLError) as err:
-        print(f"gpufabric-webhook: {err}", file=sys.stderr)
-        return 2
+    except cli.UsageError as err:
+        return cli.fail(PROG, str(err))
+    except ModuleNotFoundError as err:
+        return cli.fail(PROG, cli.missing_module(err))
+    except OSError as err:
+        return cli.fail(PROG, cli.os_error(err))
+    except yaml.YAMLError as err:  # a subcommand's own YAML input
+        return cli.fail(PROG, f"not YAML: {logs.safe(err, 300)}")
     except KeyboardInterrupt:
         return 130
 

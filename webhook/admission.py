@@ -12,7 +12,7 @@ from webhook.patch import diff
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, has_fabric_annotations, requirements
 
-Outcome = Literal["mutated", "untouched", "denied", "warned"]
+Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 
 
 @dataclass(frozen=True, slots=True)

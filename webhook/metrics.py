@@ -17,7 +17,7 @@ class WebhookMetrics:
         )
         self.outcomes = Counter(
             "gpufabric_webhook_admissions_total",
-            "Admission answers by outcome (mutated, untouched, denied, warned, bad_request)",
+            "Admission answers by outcome (mutated, untouched, denied, warned, bad_request, error)",
             ["outcome"],
             registry=r,
         )

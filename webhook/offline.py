@@ -6,6 +6,7 @@ import argparse
 import base64
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,69 +14,137 @@ import jsonpatch
 import yaml
 
 from common import api
+from common.cli import UsageError
 from webhook.admission import admit
 from webhook.cache import FabricCache
-from webhook.explain import explain
+from webhook.explain import NodeFacts, explain
 from webhook.placement import Settings
 from webhook.requirements import Invalid, requirements
 
+STDIN = "-"
+
+
+def parse_documents(text: bytes, where: str) -> list[Any]:
+    """Every YAML (or JSON) document in text; UsageError naming `where` when it is not that."""
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{where}: not UTF-8 text (byte 0x{text[err.start]:02x} at offset {err.start})"
+        ) from None
+    try:
+        return list(yaml.safe_load_all(decoded))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise UsageError(f"{where}: not YAML or JSON: {problem}{at}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deeply") from None
+
+
+def _read(path: Path | str) -> bytes:
+    if str(path) == STDIN:
+        return sys.stdin.buffer.read()
+    return Path(path).read_bytes()
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+    return [path]
+
+
+def objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file, object) for every object in the file or directory, List items unpacked."""
+    for f in _files(path):
+        for doc in parse_documents(_read(f), str(f)):
+            if not isinstance(doc, dict):
+                continue
+            kind = doc.get("kind")
+            if isinstance(kind, str) and kind.endswith("List"):
+                items = doc.get("items")
+                yield from ((str(f), d) for d in items or [] if isinstance(d, dict))
+            else:
+                yield str(f), doc
+
 
 def _documents(path: Path) -> list[dict[str, Any]]:
-    files = (
-        sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
-        if path.is_dir()
-        else [path]
-    )
-    docs: list[dict[str, Any]] = []
-    for f in files:
-        for doc in yaml.safe_load_all(f.read_text()):
-            if isinstance(doc, dict) and doc.get("kind", "").endswith("List"):
-                docs += [d for d in doc.get("items") or [] if isinstance(d, dict)]
-            elif isinstance(doc, dict):
-                docs.append(doc)
-    return docs
+    """Every object in the file or directory (List items unpacked), for other offline commands."""
+    return [doc for _, doc in objects(path)]
 
 
-def offline_cache(status_paths: list[Path], claim_paths: list[Path]) -> FabricCache:
+def _name(where: str, doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{where}: a {doc.get('kind')} without metadata.name")
+    return name
+
+
+def load_pod(path: str) -> dict[str, Any]:
+    where = "standard input" if path == STDIN else path
+    docs = [d for d in parse_documents(_read(path), where) if d is not None]
+    if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind", "Pod") != "Pod":
+        raise UsageError(f"{where} is not one Pod")
+    return docs[0]
+
+
+def offline_cache(
+    status_paths: list[Path], claim_paths: list[Path]
+) -> tuple[FabricCache, NodeFacts]:
     cache = FabricCache()
-    statuses = []
+    facts = NodeFacts()
+    statuses: list[tuple[str, Any]] = []
     for path in status_paths:
-        for doc in _documents(path):
+        for where, doc in objects(path):
             if doc.get("kind") == api.NODE_STATUS_KIND:
-                statuses.append((str(doc["metadata"]["name"]), doc.get("status")))
+                name = _name(where, doc)
+                status = doc.get("status")
+                statuses.append((name, status if isinstance(status, dict) else None))
+                facts.statuses[name] = status if isinstance(status, dict) and status else None
+            elif doc.get("kind") == "Node" and doc.get("apiVersion", "v1") == "v1":
+                labels = (
+                    doc["metadata"].get("labels") if isinstance(doc.get("metadata"), dict) else None
+                )
+                facts.node_labels[_name(where, doc)] = {
+                    str(k): str(v) for k, v in (labels if isinstance(labels, dict) else {}).items()
+                }
     cache.replace_nodes(statuses)
-    cache.replace_claims(
-        (
-            str(d["metadata"].get("namespace", "default")),
-            str(d["metadata"]["name"]),
-            d.get("spec") or {},
-        )
-        for path in claim_paths
-        for d in _documents(path)
-        if d.get("kind") == api.CLAIM_KIND
-    )
-    return cache
+    claims = []
+    for path in claim_paths:
+        for where, doc in objects(path):
+            if doc.get("kind") == api.CLAIM_KIND:
+                name = _name(where, doc)  # metadata is a mapping from here on
+                namespace = str(doc["metadata"].get("namespace", "default"))
+                claims.append((namespace, name, doc.get("spec") or {}))
+    cache.replace_claims(claims)
+    return cache, facts
 
 
 def cmd_offline(args: argparse.Namespace) -> int:
-    pod = yaml.safe_load(args.pod.read_text())
-    if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
-        print(f"gpufabric-webhook: {args.pod} is not a Pod", file=sys.stderr)
-        return 2
-    cache = offline_cache(args.status, args.claim)
-    if not cache.nodes:
-        print("gpufabric-webhook: no GpuNodeStatus found in --status", file=sys.stderr)
-        return 2
-    namespace = args.namespace or (pod.get("metadata") or {}).get("namespace") or "default"
-    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning)
+    pod = load_pod(args.pod)
+    cache, facts = offline_cache(args.status, args.claim)
+    if not cache.nodes and not facts.statuses and not facts.node_labels:
+        raise UsageError("no GpuNodeStatus or Node found in --status")
+    meta = pod.get("metadata")
+    own_ns = meta.get("namespace") if isinstance(meta, dict) else None
+    namespace = args.namespace or (own_ns if isinstance(own_ns, str) else None) or "default"
     if args.command == "explain":
         try:
             req = requirements(pod, namespace, cache.claim)
         except Invalid as err:
             print(f"denied: {err}")
             return 1
-        sys.stdout.write(explain(pod, req, cache))
+        if args.node and args.node not in facts.known():
+            raise UsageError(f"--node {args.node}: no GpuNodeStatus or Node of that name")
+        sys.stdout.write(explain(pod, req, cache, facts, only=args.node))
         return 0
+    return _mutate(args, pod, namespace, cache)
+
+
+def _mutate(args: argparse.Namespace, pod: dict[str, Any], namespace: str, cache: Any) -> int:
+    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning)
     request = {
         "uid": "offline",
         "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -83,17 +152,32 @@ def cmd_offline(args: argparse.Namespace) -> int:
         "namespace": namespace,
         "object": pod,
     }
-    answer = admit(request, cache, settings)  # type: ignore[arg-type]
-    resp = answer.response
+    resp = admit(request, cache, settings).response  # type: ignore[arg-type]
+    fmt = getattr(args, "output", "text")
     if not resp.get("allowed"):
-        print(f"denied: {resp.get('status', {}).get('message')}")
+        message = resp.get("status", {}).get("message", "")
+        if fmt == "text":
+            print(f"denied: {message}")
+        else:
+            _dump({"allowed": False, "message": message}, fmt)
         return 1
     patch = json.loads(base64.b64decode(resp["patch"])) if "patch" in resp else []
-    for w in resp.get("warnings", []):
-        print(f"warning: {w}", file=sys.stderr)
+    warnings = list(resp.get("warnings", []))
     patched = jsonpatch.apply_patch(pod, patch)
+    if fmt != "text":
+        _dump({"allowed": True, "warnings": warnings, "patch": patch, "pod": patched}, fmt)
+        return 0
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     print("# JSONPatch")
     print(json.dumps(patch, indent=2))
     print("# patched pod")
     print(yaml.safe_dump(patched, sort_keys=False), end="")
     return 0
+
+
+def _dump(doc: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(doc, indent=2))
+    else:
+        print(yaml.safe_dump(doc, sort_keys=False), end="")

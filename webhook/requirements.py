@@ -1,21 +1,34 @@
-"""Pod (annotations + optional GpuClaim) -> Requirements. Pure; bad values raise Invalid."""
+"""Pod (annotations + optional GpuClaim) -> Requirements. Pure; every problem found is collected
+and raised together as Invalid, so a denial lists all bad annotations at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from common import api
 from webhook.groups.names import GROUP_ANNOTATIONS
+from webhook.nodeselector import INT64_MAX, parse_int64
+from webhook.review import pod_problems
 
 Level = Literal["required", "preferred"]
 Topology = Literal["any", "same-socket", "nvlink"]
 ClaimLookup = Callable[[str, str], Mapping[str, Any] | None]  # (namespace, name) -> spec
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+_HCA = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class Invalid(ValueError):
-    """A request the webhook must deny; the message names the field and the accepted values."""
+    """A request the webhook must deny. `problems` holds every one found, each naming its field
+    and the accepted values; the message lists them all, so one denial tells the whole story."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems: tuple[str, ...] = (
+            (problems,) if isinstance(problems, str) else tuple(problems)
+        )
+        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,131 +43,235 @@ class Requirements:
     claim: str | None = None
 
 
+def annotations_of(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = pod.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return ann if isinstance(ann, Mapping) else {}
+
+
 def has_fabric_annotations(pod: Mapping[str, Any]) -> bool:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return any(str(k).startswith(api.ANNOTATION_PREFIX) for k in annotations)
+    return any(
+        isinstance(k, str) and k.startswith(api.ANNOTATION_PREFIX) for k in annotations_of(pod)
+    )
 
 
-def gpu_count(pod: Mapping[str, Any]) -> int:
+def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:
+    """The pod's nvidia.com/gpu limits summed over its containers; a limit that is not a whole
+    number is a problem (added to `problems`, or raised as Invalid when none is given)."""
+    found: list[str] = []
     total = 0
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        limits = ((c or {}).get("resources") or {}).get("limits") or {}
-        value = limits.get(api.GPU_RESOURCE)
-        try:
-            total += int(str(value)) if value is not None else 0
-        except ValueError:
-            raise Invalid(
-                f"container {c.get('name')!r}: {api.GPU_RESOURCE} limit {value!r} is not an integer"
-            ) from None
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    for c in containers if isinstance(containers, list) else []:
+        res = c.get("resources") if isinstance(c, Mapping) else None
+        limits = res.get("limits") if isinstance(res, Mapping) else None
+        value = limits.get(api.GPU_RESOURCE) if isinstance(limits, Mapping) else None
+        if value is None:
+            continue
+        number = value if type(value) is int else parse_int64(str(value))
+        if number is None or number < 0 or total + number > INT64_MAX:
+            found.append(
+                f"container {c.get('name')!r}: {api.GPU_RESOURCE} limit {_show(value)} "
+                "is not an integer >= 0"
+            )
+        else:
+            total += number
+    if problems is None and found:
+        raise Invalid(found)
+    if problems is not None:
+        problems.extend(found)
     return total
 
 
+def _show(value: object, limit: int = 80) -> str:
+    """A user's value, quoted and cut short for a denial message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 5] + "…" + text[-4:]
+
+
 def _level(where: str, value: object) -> Level:
-    text = str(value).strip().lower()
+    text = value.strip().lower() if isinstance(value, str) else None
     if text not in ("required", "preferred"):
-        raise Invalid(f"{where}: {value!r} is not valid; accepted values: required, preferred")
+        raise Invalid(f"{where}: {_show(value)} is not valid; accepted values: required, preferred")
     return text  # type: ignore[return-value]
 
 
 def _int(where: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise Invalid(f"{where}: {value!r} is not an integer >= {minimum}")
-    try:
-        number = int(str(value).strip(), 10)
-    except ValueError:
-        raise Invalid(f"{where}: {value!r} is not an integer >= {minimum}") from None
+    accepted = f"accepted values: integers from {minimum} to {INT64_MAX}"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise Invalid(f"{where}: {_show(value)} is not an integer >= {minimum}; {accepted}")
+    number = value if isinstance(value, int) else parse_int64(value.strip())
+    if number is None:
+        if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+            raise Invalid(
+                f"{where}: {_show(value)} is beyond the Kubernetes int64 range; {accepted}"
+            )
+        raise Invalid(f"{where}: {_show(value)} is not an integer >= {minimum}; {accepted}")
+    if number > INT64_MAX:
+        raise Invalid(f"{where}: {number} is beyond the Kubernetes int64 range; {accepted}")
     if number < minimum:
-        raise Invalid(f"{where}: {number} is below the minimum {minimum}")
+        raise Invalid(f"{where}: {number} is below the minimum {minimum}; {accepted}")
     return number
 
 
 def _topology(where: str, value: object) -> Topology:
-    text = str(value).strip()
+    text = value.strip() if isinstance(value, str) else None
     if text not in ("any", "same-socket", "nvlink"):
-        raise Invalid(f"{where}: {value!r} is not valid; accepted values: any, same-socket, nvlink")
+        raise Invalid(
+            f"{where}: {_show(value)} is not valid; accepted values: any, same-socket, nvlink"
+        )
     return text  # type: ignore[return-value]
 
 
 def _hcas(where: str, value: object) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else str(value).split(",")
-    names = tuple(str(n).strip() for n in items if str(n).strip())
-    for n in names:
-        if not n.replace("_", "").replace("-", "").isalnum() or len(n) > 64:
-            raise Invalid(f"{where}: {n!r} is not an HCA name (like mlx5_0)")
-    return names
+    if isinstance(value, str):
+        items: list[object] = list(value.split(","))
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        raise Invalid(f"{where}: {_show(value)} is not a comma list of HCA names (like mlx5_0)")
+    names = tuple(n.strip() if isinstance(n, str) else n for n in items)
+    names = tuple(n for n in names if n != "")
+    bad = [n for n in names if not isinstance(n, str) or not _HCA.fullmatch(n)]
+    if bad:
+        raise Invalid(
+            f"{where}: " + ", ".join(_show(n) for n in bad) + " is not an HCA name (like mlx5_0)"
+        )
+    return tuple(n for n in names if isinstance(n, str))
 
 
-def _from_claim(spec: Mapping[str, Any], name: str) -> dict[str, Any]:
+def _collect(
+    problems: list[str], out: dict[str, Any], name: str, parse: Callable[[], object]
+) -> None:
+    try:
+        out[name] = parse()
+    except Invalid as err:
+        problems.extend(err.problems)
+
+
+def _from_claim(spec: object, name: str, problems: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     where = f"GpuClaim {name}: spec"
     if not isinstance(spec, Mapping):
-        raise Invalid(f"{where} is not an object")
-    topo = spec.get("topology") or {}
-    net = spec.get("network") or {}
-    storage = spec.get("storage") or {}
-    for section, value in (("topology", topo), ("network", net), ("storage", storage)):
+        problems.append(f"{where} is not an object")
+        return out
+    sections: dict[str, Mapping[str, Any]] = {}
+    for section in ("topology", "network", "storage"):
+        value = spec.get(section) or {}
         if not isinstance(value, Mapping):
-            raise Invalid(f"{where}.{section} is not an object")
+            problems.append(f"{where}.{section} is not an object")
+            value = {}
+        sections[section] = value
+    topo, net, storage = sections["topology"], sections["network"], sections["storage"]
     if "mode" in topo:
-        out["topology"] = _topology(f"{where}.topology.mode", topo["mode"])
+        _collect(
+            problems, out, "topology", lambda: _topology(f"{where}.topology.mode", topo["mode"])
+        )
     if "minBandwidthGBps" in topo:
-        out["min_nvlink_bandwidth"] = _int(
-            f"{where}.topology.minBandwidthGBps", topo["minBandwidthGBps"], 0
+        _collect(
+            problems,
+            out,
+            "min_nvlink_bandwidth",
+            lambda: _int(f"{where}.topology.minBandwidthGBps", topo["minBandwidthGBps"], 0),
         )
     if "rdmaRequired" in net:
-        if not isinstance(net["rdmaRequired"], bool):
-            raise Invalid(
-                f"{where}.network.rdmaRequired: {net['rdmaRequired']!r} is not true or false"
+        if isinstance(net["rdmaRequired"], bool):
+            out["rdma"] = "required" if net["rdmaRequired"] else None
+        else:
+            problems.append(
+                f"{where}.network.rdmaRequired: {_show(net['rdmaRequired'])} is not true or false"
             )
-        out["rdma"] = "required" if net["rdmaRequired"] else None
     if "minPorts" in net:
-        out["rdma_min_ports"] = _int(f"{where}.network.minPorts", net["minPorts"], 1)
+        _collect(
+            problems,
+            out,
+            "rdma_min_ports",
+            lambda: _int(f"{where}.network.minPorts", net["minPorts"], 1),
+        )
     if "preferredHcas" in net:
-        out["preferred_hcas"] = _hcas(f"{where}.network.preferredHcas", net["preferredHcas"])
+        _collect(
+            problems,
+            out,
+            "preferred_hcas",
+            lambda: _hcas(f"{where}.network.preferredHcas", net["preferredHcas"]),
+        )
     if "cuFile" in storage:
         value = storage["cuFile"]
-        if value not in ("Required", "Preferred"):
-            raise Invalid(
-                f"{where}.storage.cuFile: {value!r} is not valid; "
+        if value in ("Required", "Preferred"):
+            out["cufile"] = str(value).lower()
+        else:
+            problems.append(
+                f"{where}.storage.cuFile: {_show(value)} is not valid; "
                 "accepted values: Required, Preferred"
             )
-        out["cufile"] = str(value).lower()
     return out
 
 
-def requirements(pod: Mapping[str, Any], namespace: str, claims: ClaimLookup) -> Requirements:
-    annotations: Mapping[str, Any] = (pod.get("metadata") or {}).get("annotations") or {}
+# Inline annotations, each with the Requirements field it sets and its parser.
+_PARSERS: dict[str, tuple[str, Callable[[str, object], object]]] = {
+    api.ANN_RDMA: ("rdma", _level),
+    api.ANN_RDMA_MIN_PORTS: ("rdma_min_ports", lambda w, v: _int(w, v, 1)),
+    api.ANN_PREFERRED_HCAS: ("preferred_hcas", _hcas),
+    api.ANN_CUFILE: ("cufile", _level),
+    api.ANN_TOPOLOGY: ("topology", _topology),
+    api.ANN_MIN_NVLINK_BW: ("min_nvlink_bandwidth", lambda w, v: _int(w, v, 0)),
+}
+# Group placement's annotations are checked by webhook.groups (its problems join these in the same
+# denial); here they only count as known.
+KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS})
+
+
+def check(
+    pod: Mapping[str, Any], namespace: str, claims: ClaimLookup
+) -> tuple[Requirements | None, list[str]]:
+    """Requirements and every problem found (pod shape, annotations, claim, GPU count): the
+    Requirements are None when any problem was found. Callers with more checks of their own (group
+    placement) add their problems to the list and deny once with all of them."""
+    problems = [p for p in pod_problems(dict(pod)) if not p.startswith("metadata.annotations ")]
+    annotations = annotations_of(pod)
+    for key in sorted(k for k in annotations if isinstance(k, str)):
+        value = annotations[key]
+        if not key.startswith(api.ANNOTATION_PREFIX):
+            continue
+        if key not in KNOWN_ANNOTATIONS:
+            problems.append(
+                f"unknown annotation {_show(key)}; gpufabric.io annotations are: "
+                + ", ".join(sorted(KNOWN_ANNOTATIONS))
+            )
+        elif not isinstance(value, str):
+            problems.append(f"{key}: {_show(value)} is not a string")
     fields: dict[str, Any] = {}
     claim = annotations.get(api.ANN_CLAIM)
-    if claim is not None:
-        spec = claims(namespace, str(claim))
+    if isinstance(claim, str):
+        spec = claims(namespace, claim)
         if spec is None:
-            raise Invalid(
-                f"{api.ANN_CLAIM}: GpuClaim {claim!r} not found in namespace {namespace!r}"
+            problems.append(
+                f"{api.ANN_CLAIM}: GpuClaim {_show(claim)} not found in namespace {namespace!r}"
             )
-        fields.update(_from_claim(spec, str(claim)))
+        else:
+            fields.update(_from_claim(spec, claim, problems))
     # Inline annotations override the claim field by field.
-    parsers: dict[str, tuple[str, Callable[[str, object], object]]] = {
-        api.ANN_RDMA: ("rdma", _level),
-        api.ANN_RDMA_MIN_PORTS: ("rdma_min_ports", lambda w, v: _int(w, v, 1)),
-        api.ANN_PREFERRED_HCAS: ("preferred_hcas", _hcas),
-        api.ANN_CUFILE: ("cufile", _level),
-        api.ANN_TOPOLOGY: ("topology", _topology),
-        api.ANN_MIN_NVLINK_BW: ("min_nvlink_bandwidth", lambda w, v: _int(w, v, 0)),
-    }
-    known = set(parsers) | {api.ANN_CLAIM} | set(GROUP_ANNOTATIONS)  # groups: webhook/groups
-    for key in annotations:
-        if str(key).startswith(api.ANNOTATION_PREFIX) and key not in known:
-            raise Invalid(
-                f"unknown annotation {key!r}; "
-                f"gpufabric.io annotations are: {', '.join(sorted(known))}"
-            )
-    for key, (name, parse) in parsers.items():
-        if key in annotations:
-            fields[name] = parse(key, annotations[key])
+    for key, (name, parse) in _PARSERS.items():
+        value = annotations.get(key)
+        if isinstance(value, str):
+            try:
+                fields[name] = parse(key, value)
+            except Invalid as err:
+                problems.extend(err.problems)
+    gpus = gpu_count(pod, problems)
+    if problems:
+        return None, problems
     if fields.get("rdma") is None and (
         fields.get("rdma_min_ports") is not None or fields.get("preferred_hcas")
     ):
         fields["rdma"] = "required"  # asking for ports or HCAs implies RDMA
     fields = {k: v for k, v in fields.items() if v is not None or k == "rdma"}
-    return Requirements(gpus=gpu_count(pod), claim=str(claim) if claim else None, **fields)
+    return Requirements(gpus=gpus, claim=claim if isinstance(claim, str) else None, **fields), []
+
+
+def requirements(pod: Mapping[str, Any], namespace: str, claims: ClaimLookup) -> Requirements:
+    """Requirements of a pod; raises Invalid listing every problem at once."""
+    req, problems = check(pod, namespace, claims)
+    if req is None:
+        raise Invalid(problems)
+    return req

@@ -42,13 +42,40 @@ class Review(TypedDict):
     response: Response
 
 
+MAX_DEPTH = 64  # real reviews nest 13-17 levels (reference/k8s-wire/admission); the pod schema
+# cannot go much deeper, and a bound keeps every later walk of the object far from RecursionError.
+
+
+def _too_deep(data: Any, limit: int) -> bool:
+    """Whether data nests deeper than limit, without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
+
 def parse(body: bytes) -> Request:
+    """Check the envelope and return it with every field of the declared type.
+
+    Only the envelope decides 400: a well-formed review whose pod has odd field types is answered
+    by the admission rules (pod_problems names the field in the denial).
+    """
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise BadReview(f"body is not JSON: {err}") from err
+    except RecursionError:
+        raise BadReview(f"body nests deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
+        raise BadReview(f"body is not JSON: {err}") from None
     if not isinstance(data, dict):
         raise BadReview("body is not a JSON object")
+    if _too_deep(data, MAX_DEPTH):
+        raise BadReview(f"body nests deeper than {MAX_DEPTH} levels")
     if data.get("apiVersion") != "admission.k8s.io/v1" or data.get("kind") != "AdmissionReview":
         raise BadReview("expected apiVersion admission.k8s.io/v1, kind AdmissionReview")
     req = data.get("request")
@@ -58,25 +85,110 @@ def parse(body: bytes) -> Request:
     if not isinstance(uid, str) or not uid:
         raise BadReview("request.uid missing")
     kind = req.get("kind")
-    if not isinstance(kind, dict) or kind.get("kind") != "Pod" or kind.get("group", "") != "":
+    if (
+        not isinstance(kind, dict)
+        or kind.get("kind") != "Pod"
+        or kind.get("group", "") != ""
+        or not all(isinstance(v, str) for v in kind.values())
+    ):
         raise BadReview("only core/v1 Pod reviews are handled")
-    if req.get("operation") not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+    operation = req.get("operation")
+    if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
         raise BadReview("request.operation invalid")
     obj = req.get("object")
-    if req.get("operation") in ("CREATE", "UPDATE") and not isinstance(obj, dict):
+    if operation in ("CREATE", "UPDATE") and not isinstance(obj, dict):
         raise BadReview("request.object is not a pod object")
-    if obj is not None and not isinstance(obj.get("spec", {}), dict):
-        raise BadReview("pod spec is not an object")
+    if not isinstance(obj, dict):
+        obj = {}
     namespace = req.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise BadReview("request.namespace is not a string")
-    return Request(
-        uid=uid,
-        kind={str(k): str(v) for k, v in kind.items()},
-        operation=req["operation"],
-        object=obj or {},
-        **({"namespace": namespace} if namespace else {}),  # type: ignore[typeddict-item]
+    out = Request(uid=uid, kind=dict(kind), operation=operation, object=obj)
+    if namespace:
+        out["namespace"] = namespace
+    return out
+
+
+def _is_map(value: object, of_str: bool = False) -> bool:
+    if not isinstance(value, dict):
+        return False
+    return not of_str or all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _list_of_maps(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+def _is_requirement(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    values = value.get("values")
+    return (
+        isinstance(value.get("key"), str)
+        and isinstance(value.get("operator"), str)
+        and (
+            values is None or (isinstance(values, list) and all(isinstance(v, str) for v in values))
+        )
     )
+
+
+def pod_problems(pod: dict[str, Any]) -> list[str]:
+    """Fields the webhook reads or extends that do not have their Kubernetes type, named by path.
+
+    The API server decodes a pod into its typed struct before admission, so a real review never
+    has these; checking them once here lets every later step index the pod without guarding.
+    """
+    out: list[str] = []
+
+    def check(where: str, value: object, ok: bool, what: str) -> None:
+        if value is not None and not ok:
+            out.append(f"{where} is not {what}")
+
+    meta = pod.get("metadata")
+    check("metadata", meta, _is_map(meta), "an object")
+    if isinstance(meta, dict):
+        ann = meta.get("annotations")
+        check("metadata.annotations", ann, _is_map(ann, True), "a map of strings")
+        ns = meta.get("namespace")
+        check("metadata.namespace", ns, isinstance(ns, str), "a string")
+    spec = pod.get("spec")
+    check("spec", spec, _is_map(spec), "an object")
+    if not isinstance(spec, dict):
+        return out
+    sel = spec.get("nodeSelector")
+    check("spec.nodeSelector", sel, _is_map(sel, True), "a map of strings")
+    for key in ("containers", "volumes"):
+        check(f"spec.{key}", spec.get(key), _list_of_maps(spec.get(key)), "a list of objects")
+    for i, c in enumerate(spec.get("containers") or []):
+        if not isinstance(c, dict):
+            continue
+        where = f"spec.containers[{i}]"
+        res = c.get("resources")
+        check(f"{where}.resources", res, _is_map(res), "an object")
+        limits = res.get("limits") if isinstance(res, dict) else None
+        check(f"{where}.resources.limits", limits, _is_map(limits), "an object")
+        for key in ("env", "volumeMounts"):
+            check(f"{where}.{key}", c.get(key), _list_of_maps(c.get(key)), "a list of objects")
+    aff = spec.get("affinity")
+    check("spec.affinity", aff, _is_map(aff), "an object")
+    node_aff = aff.get("nodeAffinity") if isinstance(aff, dict) else None
+    check("spec.affinity.nodeAffinity", node_aff, _is_map(node_aff), "an object")
+    if not isinstance(node_aff, dict):
+        return out
+    where = "spec.affinity.nodeAffinity."
+    pref = node_aff.get("preferredDuringSchedulingIgnoredDuringExecution")
+    check(where + "preferred…", pref, _list_of_maps(pref), "a list of objects")
+    req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    check(where + "required…", req, _is_map(req), "an object")
+    terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
+    check(where + "required….nodeSelectorTerms", terms, _list_of_maps(terms), "a list of objects")
+    for i, term in enumerate(terms if isinstance(terms, list) else []):
+        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+        at = f"{where}required….nodeSelectorTerms[{i}].matchExpressions"
+        check(at, exprs, _list_of_maps(exprs), "a list of objects")
+        for j, e in enumerate(exprs if isinstance(exprs, list) else []):
+            check(f"{at}[{j}]", e, _is_requirement(e), "a requirement {key, operator, values}")
+    return out
 
 
 def review(response: Response) -> Review:

@@ -14,10 +14,12 @@ from typing import Any
 from aiohttp import web
 
 from common import api
+from common.cli import UsageError
 from webhook.cache import FabricCache
+from webhook.connections import Limits
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
-from webhook.server import CertReloader, make_app, tls_context
+from webhook.server import CertReloader, make_app, runner_for, start_https, tls_context
 
 log = logging.getLogger("webhook")
 
@@ -31,7 +33,26 @@ async def serve(args: argparse.Namespace) -> int:
     cache = FabricCache()
     metrics = WebhookMetrics()
     settings = Settings(args.cufile_configmap, args.inject_nccl_tuning, not args.no_nccl_ib_hca)
-    api_client = load_api_client(args.kubeconfig)
+    # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
+    # before any watch thread exists.
+    ctx = tls_context(args.tls_cert, args.tls_key)
+    reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
+    limits = Limits(args.max_connections, args.idle_timeout)
+    app = make_app(cache, settings, metrics, limits)
+    runner = runner_for(app)
+    await runner.setup()
+    what = f"--port {args.port}"
+    try:
+        await start_https(runner, "0.0.0.0", args.port, ctx)  # noqa: S104
+        what = f"--metrics-port {args.metrics_port}"
+        await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
+        api_client = load_api_client(args.kubeconfig)
+    except OSError as err:
+        await runner.cleanup()
+        raise UsageError(f"cannot listen on {what}: {err.strerror or err}") from None
+    except BaseException:
+        await runner.cleanup()
+        raise
     stop = threading.Event()
 
     def name_of(obj: Any) -> str:
@@ -116,13 +137,6 @@ async def serve(args: argparse.Namespace) -> int:
     if getattr(args, "placer", False):
         start_placer(api_client, metrics, stop)
 
-    ctx = tls_context(args.tls_cert, args.tls_key)
-    reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
-    app = make_app(cache, settings, metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", args.port, ssl_context=ctx).start()  # noqa: S104
-    await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
     reload_task = asyncio.create_task(reloader.watch(args.cert_reload_interval))
     log.info(
         "webhook serving",

@@ -13,23 +13,41 @@ import json
 import logging
 import ssl
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from common.cli import UsageError, os_error
+from common.logs import safe
 from webhook import review as rv
-from webhook.admission import admit
+from webhook.admission import Answer, admit
 from webhook.cache import FabricCache
+from webhook.connections import ConnectionGuard, GuardedSite, Limits
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
+from webhook.requirements import has_fabric_annotations
 
 log = logging.getLogger(__name__)
 
-MAX_BODY = 3 * 1024 * 1024  # the API server caps requests near 3 MiB; a pod is far smaller
+# The largest AdmissionReview to read. etcd refuses objects over 1.5 MiB (--max-request-bytes
+# 1572864), so that bounds a pod; the API server sends it to us as JSON, which can be longer than
+# the stored bytes (JSON escapes `<`, `>`, `&` and control characters in 6 bytes), and the review
+# wraps it with the request fields (and, for UPDATE, the old object too). 8 MiB holds a 1.5 MiB pod
+# that grows 2.5x in JSON, twice, with room for the envelope; a body is read only up to this limit.
+MAX_BODY = 8 * 1024 * 1024
+READ_CHUNK = 256 * 1024
 CACHE_KEY = web.AppKey("cache", FabricCache)
 SETTINGS_KEY = web.AppKey("settings", Settings)
 METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
+GUARD_KEY = web.AppKey("guard", ConnectionGuard)
+
+
+class BodyError(ValueError):
+    """The body could not be read whole within the limits: answered with HTTP 400."""
 
 
 def _bad(message: str, metrics: WebhookMetrics) -> web.Response:
@@ -37,30 +55,89 @@ def _bad(message: str, metrics: WebhookMetrics) -> web.Response:
     return web.json_response({"error": message}, status=400)
 
 
-async def mutate_handler(request: web.Request) -> web.Response:
-    metrics = request.app[METRICS_KEY]
-    started = time.perf_counter()
-    if request.content_type != "application/json":
-        return _bad(f"content type must be application/json, not {request.content_type!r}", metrics)
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        return _bad(f"body larger than {MAX_BODY} bytes", metrics)
+async def read_body(request: web.Request, limit: int, seconds: float) -> bytes:
+    """The whole body, however many chunks it arrives in, up to `limit` bytes and `seconds`."""
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyError(f"body larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
     try:
-        body = await request.content.read(MAX_BODY + 1)
-    except (OSError, ValueError) as err:
-        return _bad(f"cannot read body: {err}", metrics)
-    if len(body) > MAX_BODY:
-        return _bad(f"body larger than {MAX_BODY} bytes", metrics)
+        async with asyncio.timeout(seconds):
+            while chunk := await request.content.read(READ_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise BodyError(f"body larger than {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyError(f"body not received within {seconds:g} s") from None
+    except (OSError, aiohttp.ClientPayloadError, web.HTTPException) as err:
+        raise BodyError(f"cannot read body: {safe(err)}") from None
+    return b"".join(chunks)
+
+
+def _last_resort(request: rv.Request) -> Answer:
+    """The answer when admission itself failed: never admit a fabric pod unconstrained; leave
+    every other pod alone (the webhook never changes those anyway)."""
+    uid = request["uid"]
+    if has_fabric_annotations(request["object"]):
+        return Answer(
+            rv.denied(
+                uid,
+                "gpufabric: internal error while admitting this pod, so it was not admitted; "
+                f"the webhook log has the details under uid {safe(uid, 64)}",
+                500,
+            ),
+            "error",
+        )
+    return Answer(rv.allowed(uid, None, []), "untouched")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What /mutate sends back for one body: HTTP status, JSON body, outcome for the metrics."""
+
+    status: int
+    body: dict[str, Any]
+    outcome: str
+    uid: str = ""
+
+
+def reply(body: bytes, cache: FabricCache, settings: Settings) -> Reply:
+    """The answer to one request body: HTTP 400 with {"error"} when it is not an AdmissionReview,
+    else HTTP 200 with the review's response. Never raises."""
     try:
         parsed = rv.parse(body)
     except rv.BadReview as err:
+        return Reply(400, {"error": str(err)}, "bad_request")
+    except Exception:  # last resort: a body we could not even classify is the sender's fault
+        log.exception("review parsing failed", extra={"bytes": len(body)})
+        return Reply(400, {"error": "body is not a readable AdmissionReview"}, "bad_request")
+    try:
+        answer = admit(parsed, cache, settings)
+    except Exception:  # last resort: log it, answer cleanly (see _last_resort)
+        log.exception("admission failed", extra={"uid": parsed["uid"]})
+        answer = _last_resort(parsed)
+    return Reply(200, dict(rv.review(answer.response)), answer.outcome, parsed["uid"])
+
+
+async def mutate_handler(request: web.Request) -> web.Response:
+    metrics = request.app[METRICS_KEY]
+    limits = request.app[GUARD_KEY].limits
+    started = time.perf_counter()
+    if request.content_type != "application/json":
+        return _bad(f"content type must be application/json, not {request.content_type!r}", metrics)
+    try:
+        body = await read_body(request, MAX_BODY, limits.body_timeout)
+    except BodyError as err:
         return _bad(str(err), metrics)
-    answer = admit(parsed, request.app[CACHE_KEY], request.app[SETTINGS_KEY])
-    metrics.outcomes.labels(outcome=answer.outcome).inc()
-    metrics.duration.observe(time.perf_counter() - started)
-    if answer.outcome in ("denied", "warned"):
-        log.info("admission", extra={"uid": parsed["uid"], "outcome": answer.outcome})
+    out = reply(body, request.app[CACHE_KEY], request.app[SETTINGS_KEY])
+    metrics.outcomes.labels(outcome=out.outcome).inc()
+    if out.status == 200:
+        metrics.duration.observe(time.perf_counter() - started)
+    if out.outcome in ("denied", "warned", "error"):
+        log.info("admission", extra={"uid": out.uid, "outcome": out.outcome})
     return web.Response(
-        body=json.dumps(rv.review(answer.response)), content_type="application/json"
+        body=json.dumps(out.body), status=out.status, content_type="application/json"
     )
 
 
@@ -85,10 +162,14 @@ async def metrics_handler(request: web.Request) -> web.Response:
 
 
 def make_app(
-    cache: FabricCache, settings: Settings, metrics: WebhookMetrics | None = None
+    cache: FabricCache,
+    settings: Settings,
+    metrics: WebhookMetrics | None = None,
+    limits: Limits | None = None,
 ) -> web.Application:
-    # client_max_size above MAX_BODY so the handler, not aiohttp's 413, answers oversized bodies.
-    app = web.Application(client_max_size=MAX_BODY * 2)
+    guard = ConnectionGuard(limits or Limits())
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[guard.middleware])
+    app[GUARD_KEY] = guard
     app[CACHE_KEY] = cache
     app[SETTINGS_KEY] = settings
     app[METRICS_KEY] = metrics or WebhookMetrics()
@@ -99,10 +180,37 @@ def make_app(
     return app
 
 
+async def start_https(
+    runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext | None
+) -> GuardedSite:
+    """Serve the runner's app on host:port through its ConnectionGuard (make_app's limits)."""
+    app = runner.app
+    site = GuardedSite(runner, host, port, app[GUARD_KEY], ssl_context=ctx)
+    await site.start()
+    return site
+
+
+def runner_for(app: web.Application) -> web.AppRunner:
+    """An AppRunner whose aiohttp keep-alive matches the guard's idle timeout."""
+    return web.AppRunner(app, access_log=None, keepalive_timeout=app[GUARD_KEY].limits.idle_timeout)
+
+
 def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A TLS 1.2+ server context; UsageError naming the file when a file is missing or bad."""
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise UsageError(f"{flag} {path}: no such file")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(str(cert), str(key))
+    try:
+        ctx.load_cert_chain(str(cert), str(key))
+    except ssl.SSLError as err:
+        raise UsageError(
+            f"--tls-cert {cert} / --tls-key {key}: not a PEM certificate and its key "
+            f"({err.reason or err})"
+        ) from None
+    except OSError as err:
+        raise UsageError(f"--tls-cert {cert} / --tls-key {key}: {os_error(err)}") from None
     return ctx
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from common import api
+from common import api, logs
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
@@ -27,7 +27,13 @@ def add_parser(sub: Any) -> None:
         "or (with "
         "--topology-labels) the labels of Node objects (`kubectl get nodes -o yaml`).",
     )
-    p.add_argument("--source", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        "--source",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="ibnetdiscover output, Slurm topology.conf/topology.yaml, nodes.yaml, or Node YAML",
+    )
     p.add_argument(
         "--status",
         nargs="*",
@@ -43,7 +49,15 @@ def add_parser(sub: Any) -> None:
         help="read positions from existing node labels: aws, gke, oci, topograph, coreweave, "
         "or KEY,KEY,... (top level first); --source is then Node YAML/JSON",
     )
-    p.add_argument("-o", "--output", choices=("table", "yaml", "labels"), default="table")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "yaml", "labels"),
+        default="table",
+        help="table: the tree; yaml: the GpuFabric status; labels: one line per node "
+        "(default: table)",
+    )
+    logs.add_arguments(p, repeat=True)
 
 
 def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:

@@ -161,10 +161,15 @@ def test_mutation_properties(pod: dict[str, Any], cache: FabricCache, tuning: bo
                 assert set(names) <= set(req.preferred_hcas)
 
 
+# Built once: admit only reads the cache, and parsing the seven golden statuses for each example
+# was 40 s of this test.
+GOLDEN = golden_cache()
+
+
 @settings(max_examples=100, deadline=None)
 @given(pod=pods())
 def test_pods_without_our_annotations_are_untouched(pod: dict[str, Any]) -> None:
     pod["metadata"]["annotations"] = {"example.com/other": "x"}
-    answer = admit(review(pod)["request"], golden_cache(), Settings("cufile", True))
+    answer = admit(review(pod)["request"], GOLDEN, Settings("cufile", True))
     assert answer.outcome == "untouched"
     assert "patch" not in answer.response and answer.response["allowed"] is True

@@ -144,3 +144,76 @@ def test_gpu_count_sums_limits_and_rejects_garbage() -> None:
     p["spec"]["containers"][1]["resources"] = {"limits": {"nvidia.com/gpu": "two"}}
     with pytest.raises(Invalid, match="is not an integer"):
         requirements(p, "team-a", lookup)
+
+
+def test_every_bad_annotation_is_listed_in_one_denial() -> None:
+    p = pod(
+        {
+            "gpufabric.io/rdma": "mandatory",
+            "gpufabric.io/topology": "ring",
+            "gpufabric.io/rmda": "required",
+            "gpufabric.io/claim": "nope",
+            "gpufabric.io/min-nvlink-bandwidth-gbps": "fast",
+        }
+    )
+    p["spec"]["containers"][1]["resources"] = {"limits": {"nvidia.com/gpu": "two"}}
+    with pytest.raises(Invalid) as info:
+        requirements(p, "team-a", lookup)
+    problems = info.value.problems
+    assert len(problems) == 6, problems
+    for needle in (
+        "unknown annotation 'gpufabric.io/rmda'",
+        "GpuClaim 'nope' not found",
+        "gpufabric.io/rdma: 'mandatory'",
+        "gpufabric.io/topology: 'ring'",
+        "gpufabric.io/min-nvlink-bandwidth-gbps: 'fast'",
+        "nvidia.com/gpu limit 'two'",
+    ):
+        assert any(needle in prob for prob in problems), needle
+        assert needle in str(info.value)
+
+
+def test_claim_problems_are_all_listed_too() -> None:
+    spec = {"topology": {"mode": "mesh"}, "network": {"minPorts": 0, "rdmaRequired": "yes"}}
+    with pytest.raises(Invalid) as info:
+        requirements(pod({"gpufabric.io/claim": "c"}), "ns", lambda ns, n: spec)
+    assert len(info.value.problems) == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("9223372036854775807", True),
+        ("9223372036854775808", False),
+        ("99999999999999999999999999", False),
+        ("1_000", False),
+        (" 8 ", True),
+    ],
+)
+def test_integers_beyond_int64_are_refused(value: str, ok: bool) -> None:
+    p = pod({"gpufabric.io/min-nvlink-bandwidth-gbps": value})
+    if ok:
+        assert requirements(p, "team-a", lookup).min_nvlink_bandwidth == int(value)
+        return
+    with pytest.raises(Invalid) as info:
+        requirements(p, "team-a", lookup)
+    assert "gpufabric.io/min-nvlink-bandwidth-gbps" in str(info.value)
+    if value.isdigit():
+        assert "beyond the Kubernetes int64 range" in str(info.value)
+
+
+def test_group_annotations_are_known_not_denied() -> None:
+    p = pod(
+        {
+            "gpufabric.io/group": "job-1",
+            "gpufabric.io/group-size": "4",
+            "gpufabric.io/rdma": "required",
+        }
+    )
+    assert requirements(p, "team-a", lookup).rdma == "required"
+
+
+def test_long_values_are_cut_in_the_denial() -> None:
+    with pytest.raises(Invalid) as info:
+        requirements(pod({"gpufabric.io/rdma": "x" * 100_000}), "team-a", lookup)
+    assert len(str(info.value)) < 300

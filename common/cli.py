@@ -1,0 +1,49 @@
+"""What a person reads when a command cannot do its job: one line, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+
+EXIT_BAD_INPUT = 2
+
+# Optional dependencies and the extra that installs each (pyproject.toml).
+EXTRAS = {
+    "aiohttp": "webhook",
+    "jsonpatch": "webhook",
+    "cryptography": "webhook",
+    "pynvml": "agent",
+    "pyudev": "agent",
+    "psutil": "agent",
+}
+
+
+class UsageError(Exception):
+    """Bad input or environment, said in one line (name the file, the flag, the port)."""
+
+
+def version() -> str:
+    try:
+        return metadata.version("gpufabric")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed as a package)"
+
+
+def missing_module(err: ModuleNotFoundError) -> str:
+    name = (err.name or "").split(".")[0]
+    extra = EXTRAS.get(name)
+    if extra is None:
+        return f"Python module {name or err} is not installed"
+    return f"Python module {name} is not installed: pip install 'gpufabric[{extra}]'"
+
+
+def os_error(err: OSError) -> str:
+    """An OSError with the file it is about (the ssl module and others leave filename empty)."""
+    text = err.strerror or str(err)
+    names = [str(n) for n in (err.filename, err.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {text}" if names else text
+
+
+def fail(prog: str, message: str) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
