@@ -266,11 +266,19 @@ def test_explain_names_the_hca_pin_gpus_and_the_condition_behind_a_value(
         "nvmlInit failed: NVML Shared Library Not Found; 8 NVIDIA GPUs found on PCI)" in out
     )
     out = _explain(capsys, TP8, str(GOLDEN), "--node", "azure-ndv5")
-    # azure-ndv5 meets every requirement but has another HCA layout than the pin (its summary's
-    # hcaProfile d1b2c599c2; the pin is hgx-h100's 3d78fbafab).
+
+    # azure-ndv5 meets every requirement but has another HCA layout than the pin, which is the
+    # layout of hgx-h100 (the only node that meets all the rest); values from the golden statuses.
+    def profile(node: str) -> str:
+        return str(
+            yaml.safe_load((GOLDEN / f"{node}.yaml").read_text())["status"]["summary"]["hcaProfile"]
+        )
+
+    pinned, azure = profile("hgx-h100"), profile("azure-ndv5")
+    assert pinned != azure
     assert (
         "[FAIL] pinned to one HCA layout (nodes differ in usable HCAs): gpufabric.io/hca-profile "
-        "In [3d78fbafab]: node has gpufabric.io/hca-profile=d1b2c599c2" in out
+        f"In [{pinned}]: node has gpufabric.io/hca-profile={azure}" in out
     )
     out = _explain(capsys, TP8, str(GOLDEN), "--node", "esc8000a-pcie")
     assert "[FAIL] the pod asks for 8 GPUs: node has gpufabric.io/gpu-count=4" in out
