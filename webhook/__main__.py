@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--placer",
         action="store_true",
-        help="also run the leader-elected group placer (Lease gpufabric-placer in $POD_NAMESPACE)",
+        help="also run the leader-elected group placer, Lease gpufabric-placer in $POD_NAMESPACE "
+        "(default: off)",
     )
     serve.add_argument(
         "--topology-labels",
