@@ -94,10 +94,7 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     else:
         ca_node, join_problems = _join_by_guid(dump, nodes)
         problems += join_problems
-    adjacent: dict[str, set[str]] = defaultdict(set)
-    for a, b in dump.links:
-        adjacent[a].add(b)
-        adjacent[b].add(a)
+    adjacent = dump.adjacent
     node_leaves: dict[str, Counter[str]] = defaultdict(Counter)
     for ca_id, node in ca_node.items():
         for peer in adjacent.get(ca_id, ()):
@@ -152,7 +149,7 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     peers = []
     for leaf in leaves:
         for sw in leaf.switches:
-            for peer in adjacent[switch_of_name[sw]]:
+            for peer in adjacent.get(switch_of_name[sw], ()):
                 if level.get(peer) == 1:
                     parents[leaf.id].add(names[peer])
                 elif level.get(peer) == 0 and leaf_of_switch.get(names[peer], leaf.id) != leaf.id:

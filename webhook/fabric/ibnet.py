@@ -53,13 +53,19 @@ class IbNode:
 class Dump:
     format: str  # "topology" | "ports"
     nodes: dict[str, IbNode] = field(default_factory=dict)
-    links: set[tuple[str, str]] = field(default_factory=set)  # unordered node pairs, a < b
+    adjacent: dict[str, set[str]] = field(default_factory=dict)  # node id -> cabled node ids
     generated: str = ""
     skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
 
     def link(self, a: str, b: str) -> None:
         if a != b:  # loop-back cables on one switch say nothing about position
-            self.links.add((a, b) if a < b else (b, a))
+            self.adjacent.setdefault(a, set()).add(b)
+            self.adjacent.setdefault(b, set()).add(a)
+
+    @property
+    def links(self) -> set[tuple[str, str]]:
+        """Every cable once, as an ordered pair of node ids (parallel cables count once)."""
+        return {(a, b) for a, peers in self.adjacent.items() for b in peers if a < b}
 
     def add(self, prefix: str, guid_hex: str, desc: str, line: int) -> IbNode:
         # Inlined node_id for the common 16-digit case: this runs once per port line.
