@@ -204,6 +204,15 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("coordination.k8s.io",), ("leases",), (), ("create",)),
         (("coordination.k8s.io",), ("leases",), ("gpufabric-labeler",), ("get", "update")),
     ]
+    assert rules("ClusterRole", "gpufabric-placer") == [
+        (("",), ("nodes",), (), ("list", "watch")),
+        (("",), ("pods",), (), ("list", "patch", "watch")),
+        (("",), ("events",), (), ("create",)),
+    ]
+    assert rules("Role", "gpufabric-placer-lease") == [
+        (("coordination.k8s.io",), ("leases",), (), ("create",)),
+        (("coordination.k8s.io",), ("leases",), ("gpufabric-placer",), ("get", "update")),
+    ]
     assert rules("Role", "gpufabric-certs") == [
         (("",), ("secrets",), (), ("create",)),
         (("",), ("secrets",), ("gpufabric-webhook-tls",), ("get", "update")),

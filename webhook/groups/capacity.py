@@ -101,6 +101,11 @@ class CapacityView:
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
+        self._with_free: set[str] | None = None  # usable nodes with a free GPU
+        self._where: dict[str, tuple[str | None, ...]] = {}  # node -> its domain per level
+        self._members: dict[Level, dict[str, tuple[str, ...]]] = {}
+        self._order: dict[Level, dict[str, int]] = {}
+        self.memo: dict[object, object] = {}  # per node generation, for choose.py
         self._index: dict[Level, tuple[tuple[str, tuple[str, ...]], ...]] | None = None
         self._eligible: dict[str, frozenset[str]] = {}
         self.generation = 0  # bumps whenever a node changes in a way placement reads
@@ -122,16 +127,27 @@ class CapacityView:
 
     def _changed(self) -> None:
         self._index = None
+        self._with_free = None
+        self.memo = {}
         self._eligible = {}
         self.generation += 1
 
     # -- pods --------------------------------------------------------------------------------
     def _add(self, node: str, gpus: int) -> None:
         self._taken[node] = self._taken.get(node, 0) + gpus
+        self._recheck(node)
+
+    def _recheck(self, node: str) -> None:
+        if self._with_free is not None:
+            if self.free(node) > 0:
+                self._with_free.add(node)
+            else:
+                self._with_free.discard(node)
 
     def _sub(self, entry: tuple[str, int] | None) -> None:
         if entry is not None:
             self._taken[entry[0]] = self._taken.get(entry[0], 0) - entry[1]
+            self._recheck(entry[0])
 
     def put_pod(self, uid: str, node: str, gpus: int, active: bool) -> None:
         """A pod's binding as the API reports it; a bound pod settles its promise."""
@@ -141,6 +157,9 @@ class CapacityView:
         if node and active and gpus:
             self.bound[uid] = (node, gpus)
             self._add(node, gpus)
+
+    def reset_pods(self) -> None:
+        self.bound, self.promised, self._taken, self._with_free = {}, {}, {}, None
 
     def delete_pod(self, uid: str) -> None:
         self._sub(self.bound.pop(uid, None))
@@ -161,6 +180,22 @@ class CapacityView:
         if info is None or not info.usable:
             return 0
         return max(0, info.gpus - self._taken.get(name, 0))
+
+    def with_free(self) -> set[str]:
+        """Usable nodes that have at least one free GPU (kept up to date incrementally)."""
+        if self._with_free is None:
+            self._with_free = {n for n in self.nodes if self.free(n) > 0}
+        return self._with_free
+
+    def where(self, node: str) -> tuple[str | None, ...]:
+        """The node's domain at each level (LEVELS order), None where it has no label."""
+        self.index()
+        return self._where.get(node, ())
+
+    def order(self, level: Level) -> dict[str, int]:
+        """Domain -> its position in fabric order."""
+        self.index()
+        return self._order[level]
 
     def levels(self) -> tuple[Level, ...]:
         """Levels at least one node is labelled with, bottom -> top."""
@@ -186,10 +221,19 @@ class CapacityView:
                 )
                 for level in LEVELS
             }
+            self._members = {level: dict(self._index[level]) for level in LEVELS}
+            self._order = {
+                level: {d: i for i, (d, _) in enumerate(self._index[level])} for level in LEVELS
+            }
+            self._where = {
+                name: tuple(info.labels.get(level_key(level)) or None for level in LEVELS)
+                for name, info in self.nodes.items()
+            }
         return self._index
 
     def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:
-        return next((nodes for d, nodes in self.index()[level] if d == domain), ())
+        self.index()
+        return self._members[level].get(domain, ())
 
     def eligible(self, selector: Selector) -> frozenset[str]:
         """Usable nodes the selector admits (memoized per node generation)."""

@@ -13,7 +13,7 @@ fewest domains (largest first, the last one best-fit, as Kueue's BestFit does).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -109,6 +109,9 @@ def pack(
     return out
 
 
+Sums = tuple[list[dict[str, int]], list[dict[str, int]], list[dict[str, int]]]
+
+
 class _Eval:
     """Per-decision memo of eligibility and free GPUs (the view does not change meanwhile)."""
 
@@ -120,10 +123,11 @@ class _Eval:
         self.need = demand(members)
         self.smallest = min((m.gpus for m in members), default=0)
         self._free: dict[str, int] = {}
+        self._sums: Sums | None = None
 
     def subset(self, members: Sequence[Member]) -> _Eval:
         other = copy.copy(self)
-        other.members, other.need = members, demand(members)
+        other.members, other.need, other._sums = members, demand(members), None
         return other
 
     def free(self, n: str) -> int:
@@ -139,13 +143,72 @@ class _Eval:
     def eligible(self, s: Selector) -> frozenset[str]:
         return self.shapes[s.signature]
 
+    def uniform(self) -> tuple[frozenset[str], int, int] | None:
+        """(eligible nodes, GPUs per pod, pods) when every member is the same shape."""
+        shapes = {(m.selector.signature, m.gpus) for m in self.members}
+        if len(shapes) != 1:
+            return None
+        signature, gpus = shapes.pop()
+        return self.shapes[signature], gpus, len(self.members)
+
     def usable_free(self, nodes: Sequence[str], free: Callable[[str], int]) -> int:
         return sum(f for n in nodes if n in self.any_ok and (f := free(n)) >= self.smallest)
 
-    def fit(self, nodes: Sequence[str], free: Callable[[str], int]) -> dict[str, str] | None:
+    def fits(self, nodes: Sequence[str], free: Callable[[str], int]) -> bool:
         if self.usable_free(nodes, free) < self.need:
-            return None  # cheap bound first: most domains fail here
+            return False  # cheap bound first: most domains fail here
+        uniform = self.uniform()
+        if uniform is not None:  # identical pods: counting whole-pod slots is exact
+            ok, gpus, count = uniform
+            return sum(free(n) // gpus for n in nodes if n in ok) >= count
+        return pack(self.members, nodes, free, self.eligible) is not None
+
+    def fit(self, nodes: Sequence[str], free: Callable[[str], int]) -> dict[str, str] | None:
+        if not self.fits(nodes, free):
+            return None
         return pack(self.members, nodes, free, self.eligible)
+
+    def sums(self) -> Sums:
+        """Per level (LEVELS order), per domain: free GPUs, usable free GPUs, whole-pod slots.
+
+        One pass over the nodes that have a free GPU, instead of one per domain and level.
+        """
+        if self._sums is None:
+            total: list[dict[str, int]] = [{} for _ in LEVELS]
+            usable: list[dict[str, int]] = [{} for _ in LEVELS]
+            slots: list[dict[str, int]] = [{} for _ in LEVELS]
+            uniform = self.uniform()
+            for n in self.view.with_free():
+                f = self.free(n)
+                counts = n in self.any_ok and f >= self.smallest
+                s = f // uniform[1] if uniform is not None and n in uniform[0] else 0
+                for i, d in enumerate(self.view.where(n)):
+                    if d is None:
+                        continue
+                    total[i][d] = total[i].get(d, 0) + f
+                    if counts:
+                        usable[i][d] = usable[i].get(d, 0) + f
+                    if s:
+                        slots[i][d] = slots[i].get(d, 0) + s
+            self._sums = (total, usable, slots)
+        return self._sums
+
+    def fitting(self, level: Level) -> Iterator[tuple[str, int]]:
+        """Domains of the level that hold every member now, with the GPUs left after placing,
+        in fabric order."""
+        total, usable, slots = self.sums()
+        i, order = LEVELS.index(level), self.view.order(level)
+        uniform = self.uniform()
+        for d in sorted(usable[i], key=order.__getitem__):
+            if usable[i][d] < self.need:
+                continue
+            if uniform is not None:
+                ok = slots[i].get(d, 0) >= uniform[2]
+            else:
+                nodes = self.view.domain_nodes(level, d)
+                ok = pack(self.members, nodes, self.free, self.eligible) is not None
+            if ok:
+                yield d, total[i][d] - self.need
 
 
 def start_level(view: CapacityView, ev: _Eval, req: Request) -> Level | None:
@@ -154,10 +217,19 @@ def start_level(view: CapacityView, ev: _Eval, req: Request) -> Level | None:
         return None
     if req.level != "auto":
         return req.level
-    for level in levels:
-        if any(ev.fit(nodes, ev.alloc) is not None for _, nodes in view.index()[level]):
-            return level
-    return levels[-1]
+    key = ("start", tuple(sorted((m.selector.signature, m.gpus) for m in ev.members)))
+    hit = view.memo.get(key)  # depends only on the nodes, not on what runs on them
+    if hit is None:
+        hit = next(
+            (
+                level
+                for level in levels
+                if any(ev.fits(nodes, ev.alloc) for _, nodes in view.index()[level])
+            ),
+            levels[-1],
+        )
+        view.memo[key] = hit
+    return hit  # type: ignore[return-value]
 
 
 def candidates(view: CapacityView, members: Sequence[Member], level: Level) -> list[Candidate]:
@@ -165,10 +237,10 @@ def candidates(view: CapacityView, members: Sequence[Member], level: Level) -> l
     out = []
     for domain, nodes in view.index()[level]:
         usable = ev.usable_free(nodes, ev.free)
-        fits = ev.fit(nodes, ev.free) is not None
+        fits = ev.fits(nodes, ev.free)
         if fits:
             why = f"fits; {sum(ev.free(n) for n in nodes) - ev.need} GPUs left after placing"
-        elif ev.fit(nodes, ev.alloc) is None:
+        elif not ev.fits(nodes, ev.alloc):
             why = "too small even when empty for these pods' constraints"
         elif usable < ev.need:
             why = f"{usable} usable free GPUs, needs {ev.need}"
@@ -185,27 +257,27 @@ def _placed(level: Level | None, domain: str, assigned: dict[str, str]) -> Place
 
 
 def _best(ev: _Eval, view: CapacityView, level: Level, policy: Policy) -> Placed | None:
-    best: tuple[int, int, str, dict[str, str]] | None = None
-    for order, (domain, nodes) in enumerate(view.index()[level]):
-        assigned = ev.fit(nodes, ev.free)
-        if assigned is None:
-            continue
+    best: tuple[int, int, str] | None = None
+    order = view.order(level)
+    for domain, left in ev.fitting(level):
+        if best is None or (left, order[domain]) < best[:2]:
+            best = (left, order[domain], domain)
         if policy == "first":
-            return _placed(level, domain, assigned)
-        left = sum(ev.free(n) for n in nodes) - ev.need
-        if best is None or (left, order) < best[:2]:
-            best = (left, order, domain, assigned)
-    return None if best is None else _placed(level, best[2], best[3])
+            break
+    if best is None:
+        return None
+    assigned = pack(ev.members, view.domain_nodes(level, best[2]), ev.free, ev.eligible)
+    return None if assigned is None else _placed(level, best[2], assigned)
 
 
 def _why_waiting(ev: _Eval, view: CapacityView, level: Level) -> str:
-    best_domain, best_free = "", -1
-    for domain, nodes in view.index()[level]:
-        usable = ev.usable_free(nodes, ev.free)
-        if usable > best_free:
-            best_domain, best_free = domain, usable
+    usable = ev.sums()[1][LEVELS.index(level)]
+    order = view.order(level)
     text = f"no {level} has {ev.need} free GPUs for {len(ev.members)} pods"
-    return f"{text}; best: {best_domain} with {best_free}" if best_domain else text
+    if not usable:
+        return text
+    best = min(usable, key=lambda d: (-usable[d], order[d]))
+    return f"{text}; best: {best} with {usable[best]}"
 
 
 def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:

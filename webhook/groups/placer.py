@@ -126,8 +126,7 @@ class Placer:
     def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
         old = self.pods
         self.pods, self.groups = {}, {}
-        self.view.bound, self.view.promised = {}, {}
-        self.view._taken = {}
+        self.view.reset_pods()
         for obj in items:
             self._put(obj, old)
         self._repromise()
