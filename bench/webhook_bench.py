@@ -35,6 +35,7 @@ import yaml  # noqa: E402
 from certs.pki import make_ca, make_serving  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden"
+POLICY = (ROOT / "daemonset" / "components" / "cufile-policy" / "cufile.json").read_text()
 
 
 def statuses(n: int, seed: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -174,7 +175,7 @@ def server(port: int, cert: str, key: str, nodes: int, ready: Any, stats: Any) -
         durations.clear()
         return web.Response(text="ok")
 
-    app = make_app(cache, Settings(cufile_configmap="cufile-policy"))
+    app = make_app(cache, Settings(cufile_policy=POLICY))
     app.middlewares.append(timing)
     app.router.add_get("/bench-stats", report)
     app.router.add_post("/bench-reset", reset)

@@ -35,25 +35,25 @@ def kustomize(directory: Path) -> tuple[dict[str, Any], ...]:
 
 
 @functools.cache
-def render(*components: str) -> tuple[dict[str, Any], ...]:
-    """What a user's kustomization (base + these components) installs; () is daemonset/ itself."""
-    if not components:
+def render(*components: str, namespace: str | None = None) -> tuple[dict[str, Any], ...]:
+    """What a user's kustomization (base + these components, optionally moved to another
+    namespace) installs; no arguments is daemonset/ itself."""
+    if not components and namespace is None:
         return kustomize(DAEMONSET)
     with tempfile.TemporaryDirectory() as tmp:
         # A copy, so the user's directory sits beside daemonset/ as docs/install.md lays it out.
         shutil.copytree(DAEMONSET, Path(tmp) / "daemonset")
         mine = Path(tmp) / "my-gpufabric"
         mine.mkdir()
-        (mine / "kustomization.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                    "kind": "Kustomization",
-                    "resources": ["../daemonset/base"],
-                    "components": [f"../daemonset/components/{c}" for c in components],
-                }
-            )
-        )
+        kustomization: dict[str, Any] = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": ["../daemonset/base"],
+            "components": [f"../daemonset/components/{c}" for c in components],
+        }
+        if namespace:
+            kustomization["namespace"] = namespace
+        (mine / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
         return kustomize(mine)
 
 
@@ -256,9 +256,16 @@ def test_mutating_webhook_is_scoped_and_safe() -> None:
     assert not sent(None)
 
 
-def vap_eval(username: str, extra: dict[str, list[str]], operation: str, name: str) -> list[str]:
+def vap_eval(
+    username: str,
+    extra: dict[str, list[str]],
+    operation: str,
+    name: str,
+    docs: tuple[dict[str, Any], ...] | None = None,
+) -> list[str]:
     """Evaluate the ValidatingAdmissionPolicy like the API server: variables, then validations."""
-    policy = find(render(), "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")["spec"]
+    docs = render() if docs is None else docs
+    policy = find(docs, "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")["spec"]
     env = celpy.Environment()
     obj = {"metadata": {"name": name}}
     activation: dict[str, Any] = {
@@ -299,6 +306,15 @@ NODE = "authentication.kubernetes.io/node-name"
         (AGENT, {NODE: ["gpu-1"]}, "DELETE", "gpu-2", False),
         (AGENT, {}, "UPDATE", "gpu-1", False),
         ("system:serviceaccount:gpufabric-system:other", {}, "UPDATE", "gpu-2", True),
+        (
+            "system:serviceaccount:gpu-ops:gpufabric-agent",
+            {NODE: ["gpu-1"]},
+            "UPDATE",
+            "gpu-2",
+            False,
+        ),
+        ("system:serviceaccount:gpu-ops:gpufabric-agent-2", {}, "UPDATE", "gpu-2", True),
+        ("system:serviceaccount:a:b:gpufabric-agent", {}, "UPDATE", "gpu-2", True),
     ],
     ids=[
         "own-create",
@@ -307,12 +323,27 @@ NODE = "authentication.kubernetes.io/node-name"
         "other-delete",
         "no-node-claim",
         "not-the-agent",
+        "agent-in-another-namespace",
+        "similar-name",
+        "not-a-namespace",
     ],
 )
 def test_validating_admission_policy_binds_agent_to_its_node(
     user: str, extra: dict[str, list[str]], op: str, name: str, allowed: bool
 ) -> None:
     assert (vap_eval(user, extra, op, name) == []) is allowed
+
+
+def test_vap_binds_the_agent_wherever_gpufabric_is_installed() -> None:
+    docs = render(namespace="gpu-ops")
+    policy = find(docs, "ValidatingAdmissionPolicy", "gpufabric-agent-own-node")
+    assert "gpufabric-system" not in yaml.safe_dump(policy)
+    ds = find(docs, "DaemonSet", "gpufabric-agent")
+    sa = ds["spec"]["template"]["spec"]["serviceAccountName"]
+    agent = f"system:serviceaccount:{ds['metadata']['namespace']}:{sa}"
+    assert agent == "system:serviceaccount:gpu-ops:gpufabric-agent"
+    assert vap_eval(agent, {NODE: ["gpu-1"]}, "UPDATE", "gpu-1", docs) == []
+    assert vap_eval(agent, {NODE: ["gpu-1"]}, "UPDATE", "gpu-2", docs) != []
 
 
 def test_vap_covers_the_status_subresource() -> None:

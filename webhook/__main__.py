@@ -48,10 +48,11 @@ def _offline_arguments(p: argparse.ArgumentParser) -> None:
         help="the pod's namespace (default: the pod's metadata.namespace, else default)",
     )
     p.add_argument(
-        "--cufile-configmap",
-        metavar="NAME",
+        "--cufile-policy",
+        type=Path,
+        metavar="FILE",
         default=None,
-        help="ConfigMap with cufile.json to mount into cuFile pods (default: none)",
+        help="a cufile.json to inject as serve --cufile-configmap would (default: none)",
     )
     p.add_argument(
         "--inject-nccl-tuning",
@@ -102,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--cufile-configmap",
         metavar="NAME",
         default=None,
-        help="ConfigMap with cufile.json to mount into pods that ask for cuFile (default: none)",
+        help="ConfigMap (in $POD_NAMESPACE, key cufile.json) whose cuFile policy is injected "
+        "into pods that ask for cuFile, in any namespace; read at start (default: none)",
     )
     serve.add_argument(
         "--inject-nccl-tuning",

@@ -124,6 +124,28 @@ def run_leader_elected(
         stop.wait(2)
 
 
+class ApiError(RuntimeError):
+    """The API server refused or failed a request; the message names the object and the reason."""
+
+
+def read_configmap(api_client: client.ApiClient, namespace: str, name: str) -> Obj | None:
+    """GET one ConfigMap (RBAC: `get` on that name only); None when it does not exist."""
+    try:
+        cm = client.CoreV1Api(api_client).read_namespaced_config_map(
+            name, namespace, _request_timeout=_TIMEOUT
+        )
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise ApiError(
+            f"cannot read ConfigMap {namespace}/{name}: {err.status} {err.reason}"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - connection errors of every kind: one clear line
+        raise ApiError(f"cannot read ConfigMap {namespace}/{name}: {err}") from None
+    out: Obj = api_client.sanitize_for_serialization(cm)
+    return out
+
+
 def configmap_list_watch(
     api_client: client.ApiClient, namespace: str, name: str
 ) -> tuple[Lister, Watcher]:

@@ -15,6 +15,7 @@ import yaml
 
 from common import api
 from common.cli import UsageError
+from webhook import cufile
 from webhook.admission import admit
 from webhook.cache import FabricCache
 from webhook.explain import NodeFacts, explain
@@ -144,7 +145,13 @@ def cmd_offline(args: argparse.Namespace) -> int:
 
 
 def _mutate(args: argparse.Namespace, pod: dict[str, Any], namespace: str, cache: Any) -> int:
-    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning)
+    policy = None
+    if args.cufile_policy:
+        try:
+            policy = cufile.check(args.cufile_policy.read_text(), str(args.cufile_policy))
+        except cufile.PolicyError as err:
+            raise UsageError(str(err)) from None
+    settings = Settings(policy, args.inject_nccl_tuning)
     request = {
         "uid": "offline",
         "kind": {"group": "", "version": "v1", "kind": "Pod"},

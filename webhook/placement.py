@@ -15,18 +15,16 @@ from typing import Any
 
 from common import api
 from common.model import DISTANCE_ORDER
+from webhook import cufile
 from webhook.cache import Group
 from webhook.requirements import Requirements
 
 Expr = dict[str, Any]  # a NodeSelectorRequirement
-CUFILE_VOLUME = "gpufabric-cufile"
-CUFILE_MOUNT = "/etc/gpufabric/cufile"
-CUFILE_FILE = "cufile.json"
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    cufile_configmap: str | None = None
+    cufile_policy: str | None = None  # cufile.json text, checked (webhook.cufile)
     inject_nccl_tuning: bool = False
     inject_nccl_ib_hca: bool = True
 
@@ -286,19 +284,8 @@ def mutate(
                 "gpufabric: NCCL_IB_HCA not set: no HCA list is usable on every node "
                 "this pod may run on"
             )
-    if req.cufile and settings.cufile_configmap:
-        volumes = out["spec"].setdefault("volumes", [])
-        if not any(v.get("name") == CUFILE_VOLUME for v in volumes):
-            volumes.append(
-                {"name": CUFILE_VOLUME, "configMap": {"name": settings.cufile_configmap}}
-            )
-        for c in containers:
-            mounts = c.setdefault("volumeMounts", [])
-            if not any(
-                m.get("name") == CUFILE_VOLUME or m.get("mountPath") == CUFILE_MOUNT for m in mounts
-            ):
-                mounts.append({"name": CUFILE_VOLUME, "mountPath": CUFILE_MOUNT, "readOnly": True})
-            _set_env(c, "CUFILE_ENV_PATH_JSON", f"{CUFILE_MOUNT}/{CUFILE_FILE}")
+    if req.cufile and settings.cufile_policy:
+        cufile.inject(out, containers, settings.cufile_policy)
     if req.rdma and settings.inject_nccl_tuning and candidates:
         levels = [g.gdr_level for g in candidates if g.gdr_level]
         if levels:

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from common import api
 from common.cli import UsageError
+from webhook import cufile
 from webhook.cache import FabricCache
 from webhook.connections import Limits
 from webhook.metrics import WebhookMetrics
@@ -22,6 +23,17 @@ from webhook.placement import Settings
 from webhook.server import CertReloader, make_app, runner_for, start_https, tls_context
 
 log = logging.getLogger("webhook")
+
+
+def _cufile_policy(api_client: Any, name: str) -> str:
+    """The cluster cuFile policy from ConfigMap `name` in the webhook's own namespace."""
+    from webhook.kube import ApiError, read_configmap
+
+    own = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
+    try:
+        return cufile.from_configmap(read_configmap(api_client, own, name), own, name)
+    except (ApiError, cufile.PolicyError) as err:
+        raise UsageError(str(err)) from None
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -32,7 +44,10 @@ async def serve(args: argparse.Namespace) -> int:
 
     cache = FabricCache()
     metrics = WebhookMetrics()
-    settings = Settings(args.cufile_configmap, args.inject_nccl_tuning, not args.no_nccl_ib_hca)
+    policy = None
+    if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
+        policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
+    settings = Settings(policy, args.inject_nccl_tuning, not args.no_nccl_ib_hca)
     # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
     # before any watch thread exists.
     ctx = tls_context(args.tls_cert, args.tls_key)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.host import HostReader
-from agent.jsonc import JsoncError, loads
+from common.jsonc import JsoncError, loads
 
 # Search order of libcufile (DESIGN.md); CUFILE_ENV_PATH_JSON is prepended when set.
 CUFILE_PATHS = ("/etc/cufile.json", "/usr/local/cuda/gds/cufile.json")

@@ -9,10 +9,10 @@ import pytest
 from agent import values
 from agent.assemble import Options
 from agent.host import HostReader
-from agent.jsonc import JsoncError, loads
 from agent.nvml import NullNvml
 from agent.probe import ProbeConfig, probe_node
 from agent.probes import gds, nccl_topo, pci, rdma
+from common.jsonc import JsoncError, loads
 from tests.fakes.sysfs import HostBuilder, Port
 
 

@@ -11,6 +11,8 @@ from webhook.cache import FabricCache
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 SAMPLES = ROOT / "samples"
+# The example cluster cuFile policy the cufile-policy component installs.
+POLICY = (ROOT / "daemonset" / "components" / "cufile-policy" / "cufile.json").read_text()
 
 
 def golden_statuses() -> list[tuple[str, dict[str, Any]]]:

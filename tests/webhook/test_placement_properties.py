@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from common.labels import hca_profile
 from common.model import Summary
 from common.wire import to_wire
-from tests.webhook.helpers import golden_cache, review
+from tests.webhook.helpers import POLICY, golden_cache, review
 from webhook.admission import admit
 from webhook.cache import FabricCache
 from webhook.patch import diff
@@ -124,7 +124,7 @@ def test_mutation_properties(pod: dict[str, Any], cache: FabricCache, tuning: bo
         req = requirements(pod, "ns", cache.claim)
     except Invalid:
         return
-    s = Settings(cufile_configmap="cufile", inject_nccl_tuning=tuning)
+    s = Settings(cufile_policy=POLICY, inject_nccl_tuning=tuning)
     original = copy.deepcopy(pod)
     decision = mutate(pod, req, cache.groups(), s)
     assert pod == original, "mutate must not touch its input"
@@ -170,6 +170,6 @@ GOLDEN = golden_cache()
 @given(pod=pods())
 def test_pods_without_our_annotations_are_untouched(pod: dict[str, Any]) -> None:
     pod["metadata"]["annotations"] = {"example.com/other": "x"}
-    answer = admit(review(pod)["request"], GOLDEN, Settings("cufile", True))
+    answer = admit(review(pod)["request"], GOLDEN, Settings(POLICY, True))
     assert answer.outcome == "untouched"
     assert "patch" not in answer.response and answer.response["allowed"] is True

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook.helpers import golden_cache
+from tests.webhook.helpers import POLICY, golden_cache
 from webhook.cache import FabricCache
 from webhook.placement import Settings, plan
 from webhook.requirements import has_fabric_annotations, requirements
@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "admission"
 RAW = (FIXTURES / "pod-create.review.json").read_bytes()
 BASE: dict[str, Any] = json.loads(RAW)
 CACHE = golden_cache()
-SETTINGS = Settings(cufile_configmap="cufile", inject_nccl_tuning=True)
+SETTINGS = Settings(cufile_policy=POLICY, inject_nccl_tuning=True)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from certs.pki import make_ca, make_serving
-from tests.webhook.helpers import GOLDEN, golden_cache, pod, review
+from tests.webhook.helpers import GOLDEN, POLICY, golden_cache, pod, review
 from webhook.cache import FabricCache
 from webhook.placement import Settings
 from webhook.server import CertReloader, make_app, tls_context
@@ -31,9 +31,7 @@ def decode(resp: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def client(aiohttp_client: Any) -> TestClient[Any, Any]:
-    return await aiohttp_client(
-        make_app(golden_cache(), Settings(cufile_configmap="cufile-policy"))
-    )
+    return await aiohttp_client(make_app(golden_cache(), Settings(cufile_policy=POLICY)))
 
 
 async def test_mutate_answers_a_real_review_with_a_jsonpatch(client: TestClient[Any, Any]) -> None:
