@@ -6,7 +6,6 @@ import argparse
 import base64
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,61 +17,10 @@ from common.cli import UsageError
 from webhook import cufile
 from webhook.admission import admit
 from webhook.cache import FabricCache
+from webhook.documents import STDIN, objects, parse_documents, read_input
 from webhook.explain import NodeFacts, explain
 from webhook.placement import Settings
 from webhook.requirements import Invalid, requirements
-
-STDIN = "-"
-
-
-def parse_documents(text: bytes, where: str) -> list[Any]:
-    """Every YAML (or JSON) document in text; UsageError naming `where` when it is not that."""
-    try:
-        decoded = text.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UsageError(
-            f"{where}: not UTF-8 text (byte 0x{text[err.start]:02x} at offset {err.start})"
-        ) from None
-    try:
-        return list(yaml.safe_load_all(decoded))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise UsageError(f"{where}: not YAML or JSON: {problem}{at}") from None
-    except RecursionError:
-        raise UsageError(f"{where}: nested too deeply") from None
-
-
-def _read(path: Path | str) -> bytes:
-    if str(path) == STDIN:
-        return sys.stdin.buffer.read()
-    return Path(path).read_bytes()
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
-    return [path]
-
-
-def objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in the file or directory, List items unpacked."""
-    for f in _files(path):
-        for doc in parse_documents(_read(f), str(f)):
-            if not isinstance(doc, dict):
-                continue
-            kind = doc.get("kind")
-            if isinstance(kind, str) and kind.endswith("List"):
-                items = doc.get("items")
-                yield from ((str(f), d) for d in items or [] if isinstance(d, dict))
-            else:
-                yield str(f), doc
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    """Every object in the file or directory (List items unpacked), for other offline commands."""
-    return [doc for _, doc in objects(path)]
 
 
 def _name(where: str, doc: dict[str, Any]) -> str:
@@ -85,7 +33,7 @@ def _name(where: str, doc: dict[str, Any]) -> str:
 
 def load_pod(path: str) -> dict[str, Any]:
     where = "standard input" if path == STDIN else path
-    docs = [d for d in parse_documents(_read(path), where) if d is not None]
+    docs = [d for d in parse_documents(read_input(path), where) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind", "Pod") != "Pod":
         raise UsageError(f"{where} is not one Pod")
     return docs[0]

@@ -10,12 +10,12 @@ from typing import Any
 import yaml
 
 from common import api, logs
+from webhook.documents import documents
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels
 from webhook.fabric.source import derive
-from webhook.offline import _documents
 
 
 def add_parser(sub: Any) -> None:
@@ -68,7 +68,7 @@ def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:
         if path.is_file() and join.looks_like_map(text := path.read_text()):
             nodes.update(join.parse_map(text))
             continue
-        for doc in _documents(path):
+        for doc in documents(path):
             if doc.get("kind") == api.NODE_STATUS_KIND:
                 nodes[str(doc["metadata"]["name"])] = join.status_guids(doc.get("status"))
     return nodes
@@ -76,7 +76,7 @@ def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:
 
 def _node_labels(path: Path) -> dict[str, dict[str, str]]:
     out = {}
-    for doc in _documents(path):
+    for doc in documents(path):
         if doc.get("kind") == "Node":
             meta = doc.get("metadata") or {}
             out[str(meta.get("name"))] = {

@@ -320,3 +320,26 @@ def test_explain_node_without_status_and_pod_from_stdin(
     assert "no status yet (its GpuNodeStatus has no status)" in out
     code, _, err = run(capsys, "explain", "--pod", TP8, "--status", str(GOLDEN), "--node", "nope")
     assert code == 2 and "--node nope: no GpuNodeStatus or Node of that name" in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("jsonpatch", ["mutate", "--pod", TP8, "--status", str(GOLDEN)]),
+        ("aiohttp", ["serve", "--tls-cert", "c", "--tls-key", "k"]),
+        ("cryptography", ["serve", "--tls-cert", "c", "--tls-key", "k"]),
+    ],
+)
+def test_a_missing_extra_is_named_even_at_import_time(module: str, argv: list[str]) -> None:
+    blocked = "jsonpatch aiohttp cryptography" if module == "cryptography" else module
+    code = (
+        "import sys\n"
+        f"for m in {blocked.split()!r}: sys.modules[m] = None\n"
+        "from webhook.__main__ import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'gpufabric[webhook]'" in one_line(proc.stderr)
