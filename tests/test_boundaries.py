@@ -18,6 +18,7 @@ BACKENDS = {
         "agent/kube.py",
         "webhook/kube.py",
         "webhook/groups/kube.py",
+        "webhook/leader/kube.py",
         "certs/bootstrap.py",
         "common/kube.py",
     },

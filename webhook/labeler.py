@@ -1,14 +1,21 @@
-"""GpuNodeStatus events -> node labels, by server-side apply with field manager gpufabric-labeler.
+"""Node labels from GpuNodeStatus summaries (plus extra labels, e.g. network position), kept by
+server-side apply with field manager gpufabric-labeler.
+
+Watches feed the Labeler from any thread (statuses, Nodes); it remembers what each node should
+carry and marks nodes whose labels differ. Only `work(stop)`, run by the leader-elected worker,
+writes: it converges every node once when it starts, then each node marked since. A Node that is
+created again, or whose labels somebody else removed or overwrote, shows up on the Node watch and
+is repaired; a node already carrying exactly the wanted labels costs no request.
 
 Applying exactly the wanted set under our own field manager removes labels we set earlier and no
-longer want, and leaves everybody else's labels alone. Nothing is sent when the node already
-carries exactly the wanted gpufabric.io labels.
+longer want, and leaves everybody else's labels alone.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from common import api
@@ -17,6 +24,9 @@ from common.model import NodeStatus
 from common.wire import WireError
 
 log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+Extra = Callable[[str], Mapping[str, str]]
 
 
 class NodeApi(Protocol):
@@ -29,6 +39,15 @@ class NodeApi(Protocol):
         ...
 
 
+class LabelRejected(Exception):
+    """The API server refused these labels for good (422 invalid value, 403 node gone): do not
+    retry until something changes."""
+
+
+def no_extra(name: str) -> Mapping[str, str]:
+    return {}
+
+
 def wanted_labels(status: Mapping[str, Any] | None) -> dict[str, str]:
     if not status:
         return {}
@@ -39,38 +58,170 @@ def ours(labels: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k.startswith(api.LABEL_PREFIX)}
 
 
+def owned_labels(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The labels our field manager holds on a Node, from metadata.managedFields. Without
+    managedFields every gpufabric.io label counts as ours."""
+    labels = meta.get("labels") or {}
+    entries = meta.get("managedFields")
+    if entries is None:
+        return ours(labels)
+    keys: set[str] = set()
+    for entry in entries:
+        if entry.get("manager") == api.LABELER_FIELD_MANAGER and entry.get("operation") == "Apply":
+            fields = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+            keys |= {k[2:] for k in fields if k.startswith("f:")}
+    return {k: labels[k] for k in keys if k in labels}
+
+
 class Labeler:
-    def __init__(self, nodes: NodeApi) -> None:
+    def __init__(
+        self,
+        nodes: NodeApi,
+        extra: Extra = no_extra,
+        *,
+        observe: Callable[[str], None] = lambda outcome: None,
+        retry_after: float = 5.0,
+        idle_wait: float = 1.0,
+    ) -> None:
         self.nodes = nodes
+        self.extra = extra
+        self.observe = observe
+        self.retry_after, self.idle_wait = retry_after, idle_wait
+        self._status_labels: dict[str, dict[str, str] | None] = {}  # None: status unreadable
+        self._node_labels: dict[str, dict[str, str]] | None = None  # None: Nodes not listed yet
+        self._pending: dict[str, None] = {}  # ordered set of nodes to converge
+        self._cond = threading.Condition()
 
-    def sync(self, name: str, status: Mapping[str, Any] | None) -> str:
-        """Make the node's gpufabric labels match the status (None: the status was deleted)."""
-        try:
-            want = wanted_labels(status)
-        except (WireError, ValueError) as err:
-            log.warning(
-                "unreadable GpuNodeStatus; labels left as they are",
-                extra={"node": name, "error": str(err)},
-            )
-            return self._done(name, "skipped")
-        current = self.nodes.node_labels(name)
-        if current is None:
-            return self._done(name, "no-node")
-        if ours(current) == want:
-            return self._done(name, "unchanged")
+    # -- what the watches tell us (any thread) -------------------------------------------------
+    def statuses_listed(self, items: Iterable[Obj]) -> None:
+        fresh = {_name(o): _status_labels(_name(o), o.get("status")) for o in items}
+        with self._cond:
+            gone = set(self._status_labels) - set(fresh)
+            self._status_labels = fresh
+            self._mark(set(fresh) | gone)
+
+    def status_event(self, kind: str, obj: Obj) -> None:
+        name = _name(obj)
+        labels = {} if kind == "DELETED" else _status_labels(name, obj.get("status"))
+        with self._cond:
+            if kind == "DELETED":
+                self._status_labels.pop(name, None)
+            else:
+                self._status_labels[name] = labels
+            self._mark([name])
+
+    def nodes_listed(self, items: Iterable[Obj]) -> None:
+        fresh = {_name(o): owned_labels(o.get("metadata") or {}) for o in items}
+        with self._cond:
+            self._node_labels = fresh
+            self._mark(n for n, have in fresh.items() if have != self._wanted(n))
+
+    def node_event(self, kind: str, obj: Obj) -> None:
+        name = _name(obj)
+        with self._cond:
+            if self._node_labels is None:
+                return  # the list that comes first covers it
+            if kind == "DELETED":
+                self._node_labels.pop(name, None)
+                return
+            have = owned_labels(obj.get("metadata") or {})
+            self._node_labels[name] = have
+            if have != self._wanted(name):
+                self._mark([name])
+
+    def resync_all(self) -> None:
+        """Re-derive every node (e.g. the network topology changed); the leader applies diffs."""
+        with self._cond:
+            self._mark(set(self._status_labels) | set(self._node_labels or ()))
+
+    # -- the writer (leader only) --------------------------------------------------------------
+    def work(self, stop: threading.Event) -> None:
+        """The leader-elected worker: converge everything, then whatever is marked, until stop."""
+        self.resync_all()
+        while not stop.is_set():
+            failed = self.drain(stop)
+            with self._cond:
+                if not self._pending or failed:
+                    # Bounded, so a stop is seen within idle_wait (well inside the wind-down).
+                    self._cond.wait(self.retry_after if failed else self.idle_wait)
+
+    def drain(self, stop: threading.Event | None = None) -> bool:
+        """Converge every marked node once. True when an apply failed (it stays marked)."""
+        failed = False
+        while stop is None or not stop.is_set():
+            with self._cond:
+                if not self._pending:
+                    return failed
+                name = next(iter(self._pending))
+                del self._pending[name]
+            try:
+                outcome = self.sync(name)
+            except LabelRejected as err:
+                outcome = "rejected"
+                log.warning("node labels refused", extra={"node": name, "error": str(err)})
+            except Exception as err:  # noqa: BLE001 - API server down: keep it marked, retry
+                outcome, failed = "failed", True
+                log.warning("node label apply failed", extra={"node": name, "error": str(err)})
+                with self._cond:
+                    self._pending[name] = None
+            self.observe(outcome)
+            if failed:
+                return True
+        return failed
+
+    def sync(self, name: str) -> str:
+        """Make one node's labels what they should be; returns the outcome."""
+        with self._cond:
+            want = self._wanted(name)
+            known = self._node_labels
+            have = None if known is None else known.get(name)
+        if want is None:
+            return "skipped"
+        if known is None:
+            current = self.nodes.node_labels(name)
+            have = None if current is None else ours(current)
+        if have is None:
+            return "no-node"
+        if have == want:
+            return "unchanged"
         self.nodes.apply_labels(name, want)
-        return self._done(name, "removed" if not want else "applied")
-
-    def handle(self, event: Mapping[str, Any]) -> str:
-        """One watch event of GpuNodeStatus: ADDED, MODIFIED, DELETED (BOOKMARK/ERROR ignored)."""
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        name = (obj.get("metadata") or {}).get("name")
-        if kind not in ("ADDED", "MODIFIED", "DELETED") or not name:
-            return "ignored"
-        return self.sync(str(name), None if kind == "DELETED" else obj.get("status"))
-
-    def _done(self, name: str, outcome: str) -> str:
-        if outcome in ("applied", "removed"):
-            log.info("node labels", extra={"node": name, "outcome": outcome})
+        with self._cond:
+            if self._node_labels is not None and name in self._node_labels:
+                self._node_labels[name] = dict(want)  # the watch event will say the same
+        outcome = "applied" if want else "removed"
+        log.info("node labels", extra={"node": name, "outcome": outcome})
         return outcome
+
+    # -- helpers (call with the lock held) -----------------------------------------------------
+    def _wanted(self, name: str) -> dict[str, str] | None:
+        base = self._status_labels.get(name, {})
+        if base is None:
+            return None  # unreadable status: leave the node as it is
+        try:
+            extra = dict(self.extra(name))
+        except Exception as err:  # noqa: BLE001 - a broken extra source must not stop labeling
+            log.warning("extra labels failed", extra={"node": name, "error": str(err)})
+            extra = {}
+        return {**base, **extra}
+
+    def _mark(self, names: Iterable[str]) -> None:
+        before = len(self._pending)
+        for name in names:
+            self._pending[name] = None
+        if len(self._pending) != before:
+            self._cond.notify_all()
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _status_labels(name: str, status: Mapping[str, Any] | None) -> dict[str, str] | None:
+    try:
+        return wanted_labels(status)
+    except (WireError, ValueError) as err:
+        log.warning(
+            "unreadable GpuNodeStatus; labels left as they are",
+            extra={"node": name, "error": str(err)},
+        )
+        return None

@@ -1,4 +1,5 @@
-"""The labeler against a recorded sequence of watch events, including a 410 Gone relist."""
+"""The labeler against fake Nodes that behave like SSA (tests/webhook/node_fakes.py), statuses
+from the goldens, and recorded watch sequences (410 relist)."""
 
 from __future__ import annotations
 
@@ -7,62 +8,188 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tests.webhook.helpers import golden_statuses
-from webhook.labeler import Labeler
+from tests.webhook.node_fakes import NodeServer
+from webhook.labeler import Labeler, owned_labels
 from webhook.watch import Gone, ListWatch
 
 STATUSES = dict(golden_statuses())
+H100, DEGRADED, P4D = STATUSES["hgx-h100"], STATUSES["hgx-roce-degraded"], STATUSES["aws-p4d"]
 
 
-class FakeNodes:
-    """Behaves like SSA with one field manager: applying a set replaces what that manager owned."""
-
-    def __init__(self, nodes: dict[str, dict[str, str]]) -> None:
-        self.labels = nodes
-        self.owned: dict[str, set[str]] = {n: set() for n in nodes}
-        self.applies: list[tuple[str, dict[str, str]]] = []
-
-    def node_labels(self, name: str) -> Mapping[str, str] | None:
-        return self.labels.get(name)
-
-    def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
-        self.applies.append((name, dict(labels)))
-        current = self.labels[name]
-        for key in self.owned[name] - set(labels):
-            current.pop(key, None)
-        current.update(labels)
-        self.owned[name] = set(labels)
+def status(name: str, st: dict[str, Any] | None, rv: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": rv}, "status": st}
 
 
-def obj(name: str, status: dict[str, Any] | None, rv: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "resourceVersion": rv}, "status": status}
+def converge(labeler: Labeler, server: NodeServer) -> None:
+    """Deliver the Node watch events our own applies caused, until nothing moves."""
+    for _ in range(20):
+        labeler.drain()
+        events = server.pop_events()
+        if not events:
+            return
+        for kind, obj in events:
+            labeler.node_event(kind, obj)
+    raise AssertionError("labels never settle")
 
 
-def test_labeler_follows_add_modify_delete_and_leaves_other_labels() -> None:
-    nodes = FakeNodes({"gpu-1": {"kubernetes.io/hostname": "gpu-1", "team": "a"}})
-    labeler = Labeler(nodes)
-    h100 = STATUSES["hgx-h100"]
-    degraded = STATUSES["hgx-roce-degraded"]
-    assert labeler.handle({"type": "ADDED", "object": obj("gpu-1", h100, "1")}) == "applied"
-    assert (
-        nodes.labels["gpu-1"]["gpufabric.io/rdma-ports"] == "8"
-    )  # eight rails; the 100G front-end port does not count
-    assert labeler.handle({"type": "MODIFIED", "object": obj("gpu-1", h100, "2")}) == "unchanged"
-    assert labeler.handle({"type": "MODIFIED", "object": obj("gpu-1", degraded, "3")}) == "applied"
-    assert nodes.labels["gpu-1"]["gpufabric.io/fabric-health"] == "degraded"
-    assert labeler.handle({"type": "DELETED", "object": obj("gpu-1", degraded, "4")}) == "removed"
-    assert nodes.labels["gpu-1"] == {"kubernetes.io/hostname": "gpu-1", "team": "a"}
-    assert labeler.handle({"type": "BOOKMARK", "object": obj("gpu-1", None, "5")}) == "ignored"
-    assert labeler.handle({"type": "ADDED", "object": obj("ghost", h100, "6")}) == "no-node"
-    assert len(nodes.applies) == 3
+def started(server: NodeServer, statuses: dict[str, Any], **kw: Any) -> Labeler:
+    labeler = Labeler(server, **kw)
+    labeler.statuses_listed(status(n, s) for n, s in statuses.items())
+    labeler.nodes_listed(server.listing())
+    server.pop_events()
+    labeler.resync_all()
+    converge(labeler, server)
+    return labeler
+
+
+def test_labels_follow_status_add_modify_delete_and_leave_other_labels() -> None:
+    server = NodeServer({"gpu-1": {"kubernetes.io/hostname": "gpu-1", "team": "a"}})
+    labeler = started(server, {})
+    labeler.status_event("ADDED", status("gpu-1", H100))
+    converge(labeler, server)
+    # eight rails; the 100G front-end port does not count
+    assert server.nodes["gpu-1"].labels["gpufabric.io/rdma-ports"] == "8"
+    labeler.status_event("MODIFIED", status("gpu-1", H100, "2"))
+    converge(labeler, server)
+    assert len(server.requests) == 1
+    labeler.status_event("MODIFIED", status("gpu-1", DEGRADED, "3"))
+    converge(labeler, server)
+    assert server.nodes["gpu-1"].labels["gpufabric.io/fabric-health"] == "degraded"
+    labeler.status_event("DELETED", status("gpu-1", DEGRADED, "4"))
+    converge(labeler, server)
+    assert server.nodes["gpu-1"].labels == {"kubernetes.io/hostname": "gpu-1", "team": "a"}
+    assert len(server.requests) == 3
+
+
+def test_steady_state_sends_nothing() -> None:
+    server = NodeServer({"gpu-1": {}, "gpu-2": {}, "cpu-1": {}})
+    labeler = started(server, {"gpu-1": H100, "gpu-2": P4D})
+    assert len(server.requests) == 2
+    server.requests.clear()
+    for _ in range(5):  # kubelet updates, identical status re-lists, a fresh leader's resync
+        server.touch("gpu-1")
+        server.touch("cpu-1")
+        labeler.status_event("MODIFIED", status("gpu-2", P4D, "9"))
+        labeler.statuses_listed([status("gpu-1", H100), status("gpu-2", P4D)])
+        labeler.nodes_listed(server.listing())
+        labeler.resync_all()
+        converge(labeler, server)
+    assert server.requests == []
+
+
+def test_a_node_deleted_and_created_again_gets_its_labels_back() -> None:
+    """Issue 11: the old labeler reacted only to status events, so this node stayed bare."""
+    server = NodeServer({"gpu-1": {"kubernetes.io/hostname": "gpu-1"}})
+    labeler = started(server, {"gpu-1": H100})
+    server.delete("gpu-1")
+    converge(labeler, server)
+    server.create("gpu-1", {"kubernetes.io/hostname": "gpu-1"})
+    converge(labeler, server)  # one Node ADDED event, one apply
+    assert server.nodes["gpu-1"].labels["gpufabric.io/gpu-count"] == "8"
+    assert len(server.requests) == 2
+
+
+def test_labels_removed_or_overwritten_by_someone_else_are_repaired() -> None:
+    server = NodeServer({"gpu-1": {}})
+    labeler = started(server, {"gpu-1": H100})
+    server.label("gpu-1", "gpufabric.io/rdma", None)
+    converge(labeler, server)
+    assert server.nodes["gpu-1"].labels["gpufabric.io/rdma"] == "true"
+    server.label("gpu-1", "gpufabric.io/gpu-count", "16")
+    converge(labeler, server)
+    assert server.nodes["gpu-1"].labels["gpufabric.io/gpu-count"] == "8"
+    assert len(server.requests) == 3
+
+
+def test_a_gpufabric_label_owned_by_someone_else_causes_no_write_loop() -> None:
+    server = NodeServer({"gpu-1": {}})
+    labeler = started(server, {"gpu-1": H100})
+    server.label("gpu-1", "gpufabric.io/owner-note", "ops")  # not ours: SSA cannot remove it
+    for _ in range(3):
+        server.touch("gpu-1")
+        converge(labeler, server)
+    assert len(server.requests) == 1
+
+
+def test_extra_labels_go_in_the_same_apply_and_resync_all_applies_only_changes() -> None:
+    server = NodeServer({"gpu-1": {}, "gpu-2": {}, "cpu-1": {}})
+    leaf = {"gpu-1": "leaf-a", "gpu-2": "leaf-b", "cpu-1": "leaf-a"}
+    labeler = started(
+        server, {"gpu-1": H100, "gpu-2": P4D}, extra=lambda n: {"gpufabric.io/leaf": leaf[n]}
+    )
+    assert len(server.requests) == 3  # one apply per node, status and network labels together
+    assert server.nodes["gpu-1"].labels["gpufabric.io/leaf"] == "leaf-a"
+    assert server.nodes["gpu-1"].labels["gpufabric.io/gpu-count"] == "8"
+    assert server.nodes["cpu-1"].labels == {"gpufabric.io/leaf": "leaf-a"}
+    server.requests.clear()
+    leaf["gpu-2"] = "leaf-c"
+    labeler.resync_all()
+    converge(labeler, server)
+    assert server.requests == [("gpu-2", {**server.nodes["gpu-2"].labels})]
+    assert server.nodes["gpu-2"].labels["gpufabric.io/leaf"] == "leaf-c"
+
+
+def test_no_apply_for_a_status_whose_node_does_not_exist() -> None:
+    # An apply is an upsert: it would be a 403 for the labeler (k8s-wire nodes/08).
+    server = NodeServer({"gpu-1": {}})
+    outcomes: list[str] = []
+    labeler = started(server, {"ghost": H100}, observe=outcomes.append)
+    assert server.requests == []
+    assert "no-node" in outcomes
+
+
+def test_failed_applies_stay_marked_and_rejected_ones_are_not_retried() -> None:
+    server = NodeServer({"gpu-1": {}, "gpu-2": {}})
+    bad = {"gpufabric.io/leaf": "leaf a"}  # a space: 422 from the server
+    labeler = Labeler(server, extra=lambda n: bad if n == "gpu-2" else {})
+    labeler.statuses_listed([status("gpu-1", H100)])
+    labeler.nodes_listed(server.listing())
+    server.fail = 1
+    assert labeler.drain() is True  # gpu-1 failed, stays marked
+    converge(labeler, server)
+    assert server.nodes["gpu-1"].labels["gpufabric.io/gpu-count"] == "8"
+    sent = len(server.requests)
+    converge(labeler, server)
+    assert len(server.requests) == sent  # gpu-2's refused labels are not resent in a loop
+
+
+def test_work_converges_on_start_and_writes_nothing_after_it_returns() -> None:
+    server = NodeServer({"gpu-1": {}})
+    applied = threading.Event()
+    labeler = Labeler(server, observe=lambda o: applied.set(), idle_wait=0.01)
+    labeler.statuses_listed([status("gpu-1", H100)])
+    labeler.nodes_listed(server.listing())
+    stop = threading.Event()
+    worker = threading.Thread(target=labeler.work, args=(stop,))
+    worker.start()
+    assert applied.wait(10)
+    stop.set()
+    worker.join(10)
+    assert not worker.is_alive()
+    sent = len(server.requests)
+    labeler.status_event("MODIFIED", status("gpu-1", DEGRADED))
+    assert len(server.requests) == sent  # not leading: remembered, not written
+
+
+def test_owned_labels_reads_the_captured_managed_fields() -> None:
+    import json
+    from pathlib import Path
+
+    wire = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "k8s-wire"
+    body = json.loads((wire / "nodes" / "01-label-apply.json").read_text())["response"]["body"]
+    owned = owned_labels(body["metadata"])
+    assert "kubernetes.io/hostname" not in owned
+    assert owned["gpufabric.io/rdma-ports"] == "7" and len(owned) == 9
 
 
 def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> None:
-    nodes = FakeNodes({"gpu-1": {}, "gpu-2": {}})
-    labeler = Labeler(nodes)
+    server = NodeServer({"gpu-1": {}, "gpu-2": {}})
+    labeler = Labeler(server)
+    labeler.nodes_listed(server.listing())
     stop = threading.Event()
     lists = [
-        ([obj("gpu-1", STATUSES["hgx-h100"], "10")], "10"),
-        ([obj("gpu-1", STATUSES["hgx-h100"], "10"), obj("gpu-2", STATUSES["aws-p4d"], "30")], "30"),
+        ([status("gpu-1", H100, "10")], "10"),
+        ([status("gpu-1", H100, "10"), status("gpu-2", P4D, "30")], "30"),
     ]
     watched_from: list[str] = []
 
@@ -72,7 +199,7 @@ def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> Non
     def watcher(version: str) -> Iterable[Mapping[str, Any]]:
         watched_from.append(version)
         if version == "10":
-            yield {"type": "MODIFIED", "object": obj("gpu-1", STATUSES["hgx-roce-degraded"], "11")}
+            yield {"type": "MODIFIED", "object": status("gpu-1", DEGRADED, "11")}
             yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}}
             return
         if version == "12":
@@ -80,38 +207,10 @@ def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> Non
         stop.set()
         yield from ()
 
-    lw = ListWatch(
-        "t",
-        lister,
-        watcher,
-        on_list=lambda items: [labeler.sync(o["metadata"]["name"], o["status"]) for o in items],
-        on_event=lambda kind, o: labeler.handle({"type": kind, "object": o}),
-    )
+    lw = ListWatch("t", lister, watcher, labeler.statuses_listed, labeler.status_event)
     lw.run(stop)
+    converge(labeler, server)
     assert watched_from == ["10", "12", "30"]
     assert lw.relists == 2
-    assert nodes.labels["gpu-1"]["gpufabric.io/fabric-health"] == "ok"  # relist restored truth
-    assert nodes.labels["gpu-2"]["gpufabric.io/gpu-count"] == "8"
-
-
-def test_list_watch_backs_off_when_the_api_server_is_down() -> None:
-    stop = threading.Event()
-    calls = []
-
-    def lister() -> tuple[list[Any], str]:
-        calls.append(1)
-        if len(calls) >= 3:
-            stop.set()
-        raise ConnectionRefusedError("connection refused")
-
-    lw = ListWatch(
-        "t",
-        lister,
-        lambda v: iter(()),
-        on_list=lambda i: None,
-        on_event=lambda k, o: None,
-        backoff_base=0.001,
-        backoff_cap=0.002,
-    )
-    lw.run(stop)
-    assert lw.errors == 3
+    assert server.nodes["gpu-1"].labels["gpufabric.io/fabric-health"] == "ok"  # relist: truth
+    assert server.nodes["gpu-2"].labels["gpufabric.io/gpu-count"] == "8"
