@@ -14,7 +14,6 @@ import random
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from agent.assemble import Assembled, Options
 from agent.config import RunConfig
@@ -25,21 +24,13 @@ from agent.output import canonical_json
 from agent.probe import ProbeConfig, probe_node, utc_now
 from agent.publish import Publisher, PublishError
 from agent.udev import EventSource, QueueSource
+from common.backoff import Backoff
 from common.model import Condition, NodeStatus
 
 log = logging.getLogger(__name__)
 
 Prober = Callable[[Options], Assembled]
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    base: float = 1.0
-    cap: float = 120.0
-
-    def delay(self, failures: int, rng: random.Random) -> float:
-        raw = min(self.cap, self.base * 2 ** max(0, failures - 1))
-        return float(raw * rng.uniform(0.5, 1.5))
+DEFAULT_BACKOFF = Backoff()
 
 
 class Agent:
@@ -53,7 +44,7 @@ class Agent:
         hca_exclude: tuple[str, ...] = (),
         hca_include: tuple[str, ...] = (),
         clock: Callable[[], str] = utc_now,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = DEFAULT_BACKOFF,
         rng: random.Random | None = None,
     ) -> None:
         self.node = node

@@ -191,6 +191,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     ]
     assert rules("ClusterRole", "gpufabric-webhook") == [
         (("gpufabric.io",), ("gpunodestatuses", "gpuclaims"), (), ("list", "watch")),
+        (("",), ("nodes",), (), ("list", "watch")),
     ]
     assert rules("ClusterRole", "gpufabric-labeler") == [
         (("",), ("nodes",), (), ("get", "list", "patch", "watch")),
@@ -202,7 +203,12 @@ def test_rbac_is_exactly_least_privilege() -> None:
     ]
     assert rules("Role", "gpufabric-labeler-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),
-        (("coordination.k8s.io",), ("leases",), ("gpufabric-labeler",), ("get", "update")),
+        (
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("gpufabric-labeler", "gpufabric-placer"),
+            ("get", "update"),
+        ),
     ]
     assert rules("ClusterRole", "gpufabric-placer") == [
         (("",), ("nodes",), (), ("list", "watch")),

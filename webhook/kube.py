@@ -1,26 +1,36 @@
-"""The webhook's Kubernetes backend: watch sources, node label SSA, Lease leader election.
+"""The webhook's Kubernetes backend: watch sources (custom objects, Node metadata), node label SSA.
+Leases live in webhook/leader/kube.py.
 
 The only webhook module that imports kubernetes; everything above it sees plain dicts.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
-from kubernetes.leaderelection import electionconfig, leaderelection
-from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+from kubernetes.dynamic.exceptions import DynamicApiError
 
 from common import api
+from webhook.labeler import LabelRejected
 from webhook.watch import Gone, Lister, Obj, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
+# A label apply must end well inside the elector's wind-down (lease 15 s - renew deadline 10 s).
+_APPLY_TIMEOUT = 4
+# Watches: the server ends each after WATCH_SECONDS, and the client gives up reading after a
+# little more, so a connection that died silently is noticed instead of hanging forever.
+_WATCH_SECONDS = 240
+_WATCH_READ_TIMEOUT = (5, _WATCH_SECONDS + 30)
+# Metadata only (PartialObjectMetadata): labels and managedFields, not a Node's images and status.
+_META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister, Watcher]:
@@ -54,9 +64,53 @@ def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister
                 plural,
                 resource_version=version,
                 allow_watch_bookmarks=True,
-                timeout_seconds=300,
+                timeout_seconds=_WATCH_SECONDS,
+                _request_timeout=_WATCH_READ_TIMEOUT,
             ):
                 yield {"type": event["type"], "object": event["raw_object"]}
+        except ApiException as err:
+            if err.status == 410:
+                raise Gone() from err
+            raise
+
+    return lister, watcher
+
+
+def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
+    """Nodes as PartialObjectMetadata: which exist, their labels (--topology-labels) and which
+    labels our field manager owns (managedFields). One watch serves cache, labeler and fabric."""
+    core = client.CoreV1Api(api_client)
+
+    def lister() -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            response: Any = core.list_node(
+                limit=500,
+                _continue=token,
+                _headers={"Accept": _META_LIST},
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
+            data: Any = json.loads(response.data)
+            items += data.get("items") or []
+            token = (data.get("metadata") or {}).get("continue")
+            if not token:
+                return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
+
+    def watcher(version: str) -> Iterable[Obj]:
+        w = watch.Watch()
+        try:
+            for event in w.stream(
+                core.list_node,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=_WATCH_SECONDS,
+                deserialize=False,
+                _headers={"Accept": _META_WATCH},
+                _request_timeout=_WATCH_READ_TIMEOUT,
+            ):
+                yield {"type": event["type"], "object": event["object"]}
         except ApiException as err:
             if err.status == 410:
                 raise Gone() from err
@@ -86,42 +140,19 @@ class KubeNodeApi:
             "kind": "Node",
             "metadata": {"name": name, "labels": dict(labels)},
         }
-        self.nodes.server_side_apply(
-            body=body,
-            name=name,
-            field_manager=api.LABELER_FIELD_MANAGER,
-            force_conflicts=True,
-            _request_timeout=_TIMEOUT,
-        )
-
-
-def run_leader_elected(
-    api_client: client.ApiClient,
-    namespace: str,
-    identity: str,
-    lead: Callable[[], None],
-    on_change: Callable[[bool], None],
-    stop: threading.Event,
-    lease: str = "gpufabric-labeler",
-) -> None:
-    """Hold the Lease and run `lead` while holding it; campaign again after losing it."""
-    client.Configuration.set_default(api_client.configuration)
-
-    def started() -> None:
-        on_change(True)
-        lead()
-
-    def stopped() -> None:
-        on_change(False)
-
-    while not stop.is_set():
-        lock = LeaseLock(lease, namespace, identity)
-        config = electionconfig.Config(lock, 15, 10, 2, started, stopped)
         try:
-            leaderelection.LeaderElection(config).run()
-        except Exception as err:  # noqa: BLE001 - API server hiccup: campaign again shortly
-            log.warning("leader election failed", extra={"error": str(err)})
-        stop.wait(2)
+            self.nodes.server_side_apply(
+                body=body,
+                name=name,
+                field_manager=api.LABELER_FIELD_MANAGER,
+                force_conflicts=True,
+                _request_timeout=_APPLY_TIMEOUT,
+            )
+        except (ApiException, DynamicApiError) as err:
+            # 422 invalid label, 403/404 node gone (an apply would be a create): final answers.
+            if getattr(err, "status", None) in (403, 404, 422):
+                raise LabelRejected(f"{name}: HTTP {err.status}: {err}") from err
+            raise
 
 
 class ApiError(RuntimeError):
@@ -169,39 +200,8 @@ def configmap_list_watch(
                 field_selector=selector,
                 resource_version=version,
                 allow_watch_bookmarks=True,
-                timeout_seconds=300,
-            ):
-                yield {"type": event["type"], "object": event["raw_object"]}
-        except ApiException as err:
-            if err.status == 410:
-                raise Gone() from err
-            raise
-
-    return lister, watcher
-
-
-def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
-    """List/watch Nodes (their labels feed --topology-labels)."""
-    core = client.CoreV1Api(api_client)
-
-    def lister() -> tuple[list[Obj], str]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            data: Any = core.list_node(limit=500, _continue=token, _request_timeout=_TIMEOUT)
-            items += [api_client.sanitize_for_serialization(i) for i in data.items]
-            token = data.metadata._continue
-            if not token:
-                return items, str(data.metadata.resource_version or "")
-
-    def watcher(version: str) -> Iterable[Obj]:
-        w = watch.Watch()
-        try:
-            for event in w.stream(
-                core.list_node,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=300,
+                timeout_seconds=_WATCH_SECONDS,
+                _request_timeout=_WATCH_READ_TIMEOUT,
             ):
                 yield {"type": event["type"], "object": event["raw_object"]}
         except ApiException as err:

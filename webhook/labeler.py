@@ -197,12 +197,13 @@ class Labeler:
         base = self._status_labels.get(name, {})
         if base is None:
             return None  # unreadable status: leave the node as it is
+        source = self.extra
         try:
-            extra = dict(self.extra(name))
+            more = dict(source(name))
         except Exception as err:  # noqa: BLE001 - a broken extra source must not stop labeling
             log.warning("extra labels failed", extra={"node": name, "error": str(err)})
-            extra = {}
-        return {**base, **extra}
+            more = {}
+        return {**base, **more}
 
     def _mark(self, names: Iterable[str]) -> None:
         before = len(self._pending)

@@ -38,6 +38,19 @@ class WebhookMetrics:
             ["outcome"],
             registry=r,
         )
+        self.watch_stale = Gauge(
+            "gpufabric_webhook_watch_stale_seconds",
+            "0 while the watch is connected; else seconds since it last heard from the API "
+            "server (the cache keeps serving its last good state meanwhile)",
+            ["watch"],
+            registry=r,
+        )
+        self.leader = Gauge(
+            "gpufabric_webhook_is_leader",
+            "1 while this replica holds the Lease (gpufabric-labeler, gpufabric-placer)",
+            ["lease"],
+            registry=r,
+        )
         self.labeler_leader = Gauge(
             "gpufabric_labeler_is_leader",
             "1 while this replica holds the labeler Lease",

@@ -1,4 +1,9 @@
-"""`gpufabric-webhook serve`: watches, the leader-elected labeler, the TLS admission server."""
+"""`gpufabric-webhook serve`: watches, leader-elected workers (labeler, placer), the TLS server.
+
+What runs is assembled in a `Serving` by one `add_*` function per capability: each adds its
+watches, its listeners on the shared GpuNodeStatus and Node feeds, and its leader-elected worker
+(one Lease per role), without touching the others' lines.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,9 @@ import os
 import signal
 import socket
 import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -18,11 +26,56 @@ from common.cli import UsageError
 from webhook import cufile
 from webhook.cache import FabricCache
 from webhook.connections import Limits
+from webhook.leader import LABELER_LEASE, Elector, Work
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
-from webhook.server import CertReloader, make_app, runner_for, start_https, tls_context
+from webhook.server import (
+    WATCHES_KEY,
+    CertReloader,
+    make_app,
+    runner_for,
+    start_https,
+    tls_context,
+)
+from webhook.watch import ListWatch, Obj
 
 log = logging.getLogger("webhook")
+
+
+@dataclass
+class Feed:
+    """One watch, many consumers: every listener sees every list and event, in order."""
+
+    on_list: list[Callable[[list[Obj]], None]] = field(default_factory=list)
+    on_event: list[Callable[[str, Obj], None]] = field(default_factory=list)
+
+    def subscribe(
+        self, on_list: Callable[[list[Obj]], None], on_event: Callable[[str, Obj], None]
+    ) -> None:
+        self.on_list.append(on_list)
+        self.on_event.append(on_event)
+
+    def listed(self, items: list[Obj]) -> None:
+        for f in self.on_list:
+            f(items)
+
+    def event(self, kind: str, obj: Obj) -> None:
+        for f in self.on_event:
+            f(kind, obj)
+
+
+@dataclass
+class Serving:
+    args: argparse.Namespace
+    api_client: Any
+    cache: FabricCache
+    metrics: WebhookMetrics
+    statuses: Feed = field(default_factory=Feed)  # GpuNodeStatus objects
+    nodes: Feed = field(default_factory=Feed)  # Nodes, metadata only
+    watches: list[ListWatch] = field(default_factory=list)
+    elected: dict[str, Work] = field(default_factory=dict)  # Lease name -> work while leading
+    on_lead: dict[str, Callable[[bool], None]] = field(default_factory=dict)  # per Lease
+    labeler: Any = None  # webhook.labeler.Labeler when --labeler
 
 
 def _cufile_policy(api_client: Any, name: str) -> str:
@@ -36,14 +89,119 @@ def _cufile_policy(api_client: Any, name: str) -> str:
         raise UsageError(str(err)) from None
 
 
+def name_of(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def add_cache_watches(s: Serving) -> None:
+    """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
+    node's status never counts for placement."""
+    from webhook.kube import custom_list_watch, node_list_watch
+
+    cache = s.cache
+
+    def on_status_event(kind: str, obj: Obj) -> None:
+        if kind == "DELETED":
+            cache.delete_node(name_of(obj))
+        else:
+            cache.put_node(name_of(obj), obj.get("status"))
+
+    def on_claim_event(kind: str, obj: Obj) -> None:
+        ns = str(obj["metadata"].get("namespace", "default"))
+        if kind == "DELETED":
+            cache.delete_claim(ns, name_of(obj))
+        else:
+            cache.put_claim(ns, name_of(obj), obj.get("spec") or {})
+
+    s.statuses.subscribe(
+        lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
+        on_status_event,
+    )
+    s.nodes.subscribe(
+        lambda items: cache.replace_existing_nodes(name_of(o) for o in items),
+        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED"),
+    )
+    s.watches += [
+        ListWatch(
+            api.NODE_STATUS_PLURAL,
+            *custom_list_watch(s.api_client, api.NODE_STATUS_PLURAL),
+            on_list=s.statuses.listed,
+            on_event=s.statuses.event,
+        ),
+        ListWatch(
+            api.CLAIM_PLURAL,
+            *custom_list_watch(s.api_client, api.CLAIM_PLURAL),
+            on_list=lambda items: cache.replace_claims(
+                (str(o["metadata"].get("namespace", "default")), name_of(o), o.get("spec") or {})
+                for o in items
+            ),
+            on_event=on_claim_event,
+        ),
+        ListWatch("nodes", *node_list_watch(s.api_client), s.nodes.listed, s.nodes.event),
+    ]
+
+
+def add_labeler(s: Serving) -> None:
+    """Node labels from the shared feeds; only the holder of Lease gpufabric-labeler writes."""
+    from webhook.kube import KubeNodeApi
+    from webhook.labeler import Labeler
+
+    labeler = Labeler(
+        KubeNodeApi(s.api_client),
+        observe=lambda outcome: s.metrics.labeler_applies.labels(outcome=outcome).inc(),
+    )
+    s.statuses.subscribe(labeler.statuses_listed, labeler.status_event)
+    s.nodes.subscribe(labeler.nodes_listed, labeler.node_event)
+    s.elected[LABELER_LEASE] = labeler.work
+    s.on_lead[LABELER_LEASE] = lambda leading: s.metrics.labeler_leader.set(1 if leading else 0)
+    s.labeler = labeler
+
+
+def add_placer(s: Serving) -> None:
+    """The group placer: its own Lease, one copy of the work cluster-wide."""
+    from webhook.groups.gauges import gauges_every
+    from webhook.groups.kube import run_placer
+    from webhook.groups.names import PLACER_LEASE
+
+    def work(stop: threading.Event) -> None:
+        run_placer(s.api_client, stop, s.metrics, gauges_every(s.metrics, 5.0))
+
+    s.elected[PLACER_LEASE] = work
+    s.on_lead[PLACER_LEASE] = lambda leading: s.metrics.placer_leader.set(1 if leading else 0)
+
+
+def start(s: Serving, stop: threading.Event) -> list[threading.Thread]:
+    """Start every watch and one elector per Lease; returns the electors' threads (they release
+    their Lease when `stop` is set)."""
+    from webhook.leader.kube import KubeLeaseApi
+
+    for w in s.watches:
+        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
+        s.metrics.watch_stale.labels(watch=w.name).set_function(w.stale_seconds)
+    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
+    # Unique per process: a restarted container must not take its predecessor's Lease as its own.
+    identity = f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    leases = KubeLeaseApi(s.api_client, namespace)
+    threads = []
+    for role, work in s.elected.items():
+
+        def changed(leading: bool, role: str = role) -> None:
+            s.metrics.leader.labels(lease=role).set(1 if leading else 0)
+            hook = s.on_lead.get(role)
+            if hook is not None:
+                hook(leading)
+
+        elector = Elector(role, identity, leases, work, on_change=changed)
+        t = threading.Thread(target=elector.run, args=(stop,), name=f"elect-{role}", daemon=True)
+        t.start()
+        threads.append(t)
+    return threads
+
+
 async def serve(args: argparse.Namespace) -> int:
     from common.kube import load_api_client
-    from webhook.kube import KubeNodeApi, custom_list_watch, run_leader_elected
-    from webhook.labeler import Labeler
-    from webhook.watch import ListWatch
 
-    cache = FabricCache()
-    metrics = WebhookMetrics()
+    cache, metrics = FabricCache(), WebhookMetrics()
     policy = None
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
@@ -54,6 +212,8 @@ async def serve(args: argparse.Namespace) -> int:
     reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
     limits = Limits(args.max_connections, args.idle_timeout)
     app = make_app(cache, settings, metrics, limits)
+    watches: list[ListWatch] = []  # filled below; /readyz reports the failing ones
+    app[WATCHES_KEY] = watches
     runner = runner_for(app)
     await runner.setup()
     what = f"--port {args.port}"
@@ -68,94 +228,27 @@ async def serve(args: argparse.Namespace) -> int:
     except BaseException:
         await runner.cleanup()
         raise
-    stop = threading.Event()
 
-    def name_of(obj: Any) -> str:
-        return str(obj["metadata"]["name"])
-
-    def on_status_event(kind: str, obj: Any) -> None:
-        if kind == "DELETED":
-            cache.delete_node(name_of(obj))
-        else:
-            cache.put_node(name_of(obj), obj.get("status"))
-
-    def on_claim_event(kind: str, obj: Any) -> None:
-        ns = str(obj["metadata"].get("namespace", "default"))
-        if kind == "DELETED":
-            cache.delete_claim(ns, name_of(obj))
-        else:
-            cache.put_claim(ns, name_of(obj), obj.get("spec") or {})
-
-    watches = [
-        ListWatch(
-            "gpunodestatuses",
-            *custom_list_watch(api_client, api.NODE_STATUS_PLURAL),
-            on_list=lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
-            on_event=on_status_event,
-        ),
-        ListWatch(
-            "gpuclaims",
-            *custom_list_watch(api_client, api.CLAIM_PLURAL),
-            on_list=lambda items: cache.replace_claims(
-                (str(o["metadata"].get("namespace", "default")), name_of(o), o.get("spec") or {})
-                for o in items
-            ),
-            on_event=on_claim_event,
-        ),
-    ]
-    for w in watches:
-        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
-
+    s = Serving(args, api_client, cache, metrics, watches=watches)
+    add_cache_watches(s)
     if args.labeler:
-        namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
-        identity = os.environ.get("POD_NAME") or socket.gethostname()
-        labeler = Labeler(KubeNodeApi(api_client))
-        leading = threading.Event()
+        add_labeler(s)
 
-        def lead() -> None:
-            lead_stop = threading.Event()
-
-            def relabel_all(items: list[Any]) -> None:
-                for o in items:
-                    metrics.labeler_applies.labels(
-                        outcome=labeler.sync(name_of(o), o.get("status"))
-                    ).inc()
-
-            def on_event(kind: str, obj: Any) -> None:
-                metrics.labeler_applies.labels(
-                    outcome=labeler.handle({"type": kind, "object": obj})
-                ).inc()
-
-            lw = ListWatch(
-                "labeler",
-                *custom_list_watch(api_client, api.NODE_STATUS_PLURAL),
-                on_list=relabel_all,
-                on_event=on_event,
-            )
-            threading.Thread(target=lw.run, args=(lead_stop,), daemon=True).start()
-            while leading.is_set() and not stop.is_set():
-                stop.wait(1)
-            lead_stop.set()
-
-        def on_change(is_leader: bool) -> None:
-            (leading.set if is_leader else leading.clear)()
-            metrics.labeler_leader.set(1 if is_leader else 0)
-            log.info("labeler leadership", extra={"leader": is_leader, "identity": identity})
-
-        threading.Thread(
-            target=run_leader_elected,
-            args=(api_client, namespace, identity, lead, on_change, stop),
-            name="leader-election",
-            daemon=True,
-        ).start()
+    # Network labels (issue 8) plug in after the labeler: s.labeler.extra, a ConfigMap watch.
 
     if getattr(args, "placer", False):
-        start_placer(api_client, metrics, stop)
+        add_placer(s)
 
+    stop = threading.Event()
+    electors = start(s, stop)
     reload_task = asyncio.create_task(reloader.watch(args.cert_reload_interval))
     log.info(
         "webhook serving",
-        extra={"port": args.port, "metrics_port": args.metrics_port, "labeler": args.labeler},
+        extra={
+            "port": args.port,
+            "metrics_port": args.metrics_port,
+            "leases": sorted(s.elected),
+        },
     )
     done = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -163,44 +256,9 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, done.set)
     await done.wait()
     stop.set()
+    # Each elector stops its work and hands its Lease back, so a peer takes over at once.
+    for t in electors:
+        await asyncio.to_thread(t.join, 10)
     reload_task.cancel()
     await runner.cleanup()
     return 0
-
-
-def start_placer(api_client: Any, metrics: WebhookMetrics, stop: threading.Event) -> None:
-    """The group placer beside the labeler: its own Lease, one copy of the work cluster-wide."""
-    from webhook.groups.gauges import gauges_every
-    from webhook.groups.kube import run_placer
-    from webhook.groups.names import PLACER_LEASE
-    from webhook.kube import run_leader_elected
-
-    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
-    identity = os.environ.get("POD_NAME") or socket.gethostname()
-    leading = threading.Event()
-
-    def lead() -> None:
-        lead_stop = threading.Event()
-        worker = threading.Thread(
-            target=run_placer,
-            args=(api_client, lead_stop, metrics, gauges_every(metrics, 5.0)),
-            name="placer",
-            daemon=True,
-        )
-        worker.start()
-        while leading.is_set() and not stop.is_set():
-            stop.wait(1)
-        lead_stop.set()  # before the Lease can pass to another replica (renew deadline < lease)
-        worker.join(timeout=5)
-
-    def on_change(is_leader: bool) -> None:
-        (leading.set if is_leader else leading.clear)()
-        metrics.placer_leader.set(1 if is_leader else 0)
-        log.info("placer leadership", extra={"leader": is_leader, "identity": identity})
-
-    threading.Thread(
-        target=run_leader_elected,
-        args=(api_client, namespace, identity, lead, on_change, stop, PLACER_LEASE),
-        name="placer-election",
-        daemon=True,
-    ).start()

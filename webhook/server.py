@@ -30,6 +30,7 @@ from webhook.connections import ConnectionGuard, GuardedSite, Limits
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
 from webhook.requirements import has_fabric_annotations
+from webhook.watch import ListWatch
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ READ_CHUNK = 256 * 1024
 CACHE_KEY = web.AppKey("cache", FabricCache)
 SETTINGS_KEY = web.AppKey("settings", Settings)
 METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
+# The watches behind the cache (serve sets it): /readyz names the ones that are failing.
+WATCHES_KEY: web.AppKey[list[ListWatch]] = web.AppKey("watches")
 GUARD_KEY = web.AppKey("guard", ConnectionGuard)
 
 
@@ -147,9 +150,15 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     cache = request.app[CACHE_KEY]
+    # Still ready while a watch fails (the last good cache answers), but say how stale it is.
+    stale = "".join(
+        f"stale: {w.name} watch failing for {w.stale_seconds():.0f}s; serving the last good cache\n"
+        for w in request.app.get(WATCHES_KEY, [])
+        if w.stale_seconds() > 0
+    )
     if cache.synced:
-        return web.Response(text="ready\n")
-    return web.Response(text="caches not synced\n", status=503)
+        return web.Response(text="ready\n" + stale)
+    return web.Response(text="caches not synced\n" + stale, status=503)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:

@@ -15,7 +15,8 @@ from agent.host import HostReader
 from agent.nvml import SnapshotNvml
 from agent.probe import ProbeConfig, probe_node
 from agent.publish import RecordingPublisher
-from agent.runner import Agent, Backoff
+from agent.runner import Agent
+from common.backoff import Backoff
 from agent.udev import QueueSource
 from tests.conftest import FIXTURES
 

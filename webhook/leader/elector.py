@@ -123,10 +123,11 @@ class Elector:
             return self._failed("read", err)
         after = self.clock.monotonic()
         stamp = self.clock.wall()
-        if self.attempt is not None and current is not None:
-            # A write whose answer was lost may still have landed: its renewTime is ours alone.
-            if current.holder == self.identity and current.renew_time == self.attempt[0]:
-                self.renewed_at = max(self.renewed_at, self.attempt[1])
+        # A write whose answer was lost may still have landed: its renewTime is ours alone.
+        sent = self.attempt
+        ours = current is not None and current.holder == self.identity
+        if sent is not None and ours and current is not None and current.renew_time == sent[0]:
+            self.renewed_at = max(self.renewed_at, sent[1])
         self.attempt = None
         if current is None:
             fresh = Lease.new(self.role, self.identity, int(self.timing.lease_duration), stamp)
