@@ -16,8 +16,8 @@ from agent.nvml import SnapshotNvml
 from agent.probe import ProbeConfig, probe_node
 from agent.publish import RecordingPublisher
 from agent.runner import Agent
-from common.backoff import Backoff
 from agent.udev import QueueSource
+from common.backoff import Backoff
 from tests.conftest import FIXTURES
 
 

@@ -7,6 +7,7 @@ replicas must never overlap; work copies inside one replica are counted separate
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from dataclasses import dataclass, field
@@ -100,10 +101,8 @@ class Cluster:
         return leading[0] if leading else None
 
     def assert_one_leader_at_a_time(self) -> None:
-        spans = sorted(
-            (s, e, r.name) for r in self.replicas for s, e in r.intervals
-        )
-        for (s1, e1, n1), (s2, e2, n2) in zip(spans, spans[1:], strict=False):
+        spans = sorted((s, e, r.name) for r in self.replicas for s, e in r.intervals)
+        for (s1, e1, n1), (s2, _, n2) in itertools.pairwise(spans):
             assert s2 >= e1, f"{n1} led {s1:.3f}-{e1:.3f} and {n2} from {s2:.3f}"
         for r in self.replicas:
             assert r.max_running <= 1, f"{r.name} ran {r.max_running} copies of the work"

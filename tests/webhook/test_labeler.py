@@ -133,7 +133,7 @@ def test_no_apply_for_a_status_whose_node_does_not_exist() -> None:
     # An apply is an upsert: it would be a 403 for the labeler (k8s-wire nodes/08).
     server = NodeServer({"gpu-1": {}})
     outcomes: list[str] = []
-    labeler = started(server, {"ghost": H100}, observe=outcomes.append)
+    started(server, {"ghost": H100}, observe=outcomes.append)
     assert server.requests == []
     assert "no-node" in outcomes
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.webhook.election_sim import Cluster
-from tests.webhook.lease_fakes import NAMESPACE, FakeClock, LeaseServer
+from tests.webhook.lease_fakes import NAMESPACE, LeaseServer
 from webhook.leader import Lease, LeaseError, Timing, micro_time
 
 WIRE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "k8s-wire" / "leases"
@@ -200,9 +200,7 @@ def test_hung_requests_are_cut_off_at_the_renew_deadline() -> None:
         min_size=2,
         max_size=3,
     ),
-    outages=st.lists(
-        st.tuples(st.integers(0, 2), st.floats(0, 150), st.floats(1, 60)), max_size=4
-    ),
+    outages=st.lists(st.tuples(st.integers(0, 2), st.floats(0, 150), st.floats(1, 60)), max_size=4),
     kill=st.one_of(st.none(), st.tuples(st.integers(0, 2), st.floats(0, 150))),
 )
 def test_no_two_leaders_under_any_mix_of_faults(

@@ -3,6 +3,7 @@ and how its staleness is reported meanwhile. No sleeps: `wait` advances the fake
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -111,4 +112,4 @@ def test_a_broken_watch_stream_relists_after_a_short_pause() -> None:
     lw = ListWatch("t", lister, watcher, lambda i: None, lambda k, o: None, clock=lambda: t[0])
     lw.run(stop, wait=lambda s: t.__setitem__(0, t[0] + s))
     assert lw.errors == 2
-    assert all(b - a <= 1.0 for a, b in zip(lists, lists[1:], strict=False))
+    assert all(b - a <= 1.0 for a, b in itertools.pairwise(lists))
