@@ -78,7 +78,6 @@ def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
 
 def bench_labeler(n: int) -> None:
     from tests.webhook.node_fakes import NodeServer
-
     from webhook.fabric.controller import FabricController
     from webhook.labeler import Labeler
 

@@ -105,7 +105,7 @@ class NodeServer:
             )
         return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": meta}
 
-    def listing(self) -> list[dict[str, Any]]:
+    def list_objects(self) -> list[dict[str, Any]]:
         return [self.obj(n) for n in self.nodes]
 
     def _event(self, kind: str, name: str) -> None:

@@ -35,7 +35,7 @@ def converge(labeler: Labeler, server: NodeServer) -> None:
 def started(server: NodeServer, statuses: dict[str, Any], **kw: Any) -> Labeler:
     labeler = Labeler(server, **kw)
     labeler.statuses_listed(status(n, s) for n, s in statuses.items())
-    labeler.nodes_listed(server.listing())
+    labeler.nodes_listed(server.list_objects())
     server.pop_events()
     labeler.resync_all()
     converge(labeler, server)
@@ -71,7 +71,7 @@ def test_steady_state_sends_nothing() -> None:
         server.touch("cpu-1")
         labeler.status_event("MODIFIED", status("gpu-2", P4D, "9"))
         labeler.statuses_listed([status("gpu-1", H100), status("gpu-2", P4D)])
-        labeler.nodes_listed(server.listing())
+        labeler.nodes_listed(server.list_objects())
         labeler.resync_all()
         converge(labeler, server)
     assert server.requests == []
@@ -143,7 +143,7 @@ def test_failed_applies_stay_marked_and_rejected_ones_are_not_retried() -> None:
     bad = {"gpufabric.io/leaf": "leaf a"}  # a space: 422 from the server
     labeler = Labeler(server, extra=lambda n: bad if n == "gpu-2" else {})
     labeler.statuses_listed([status("gpu-1", H100)])
-    labeler.nodes_listed(server.listing())
+    labeler.nodes_listed(server.list_objects())
     server.fail = 1
     assert labeler.drain() is True  # gpu-1 failed, stays marked
     converge(labeler, server)
@@ -158,7 +158,7 @@ def test_work_converges_on_start_and_writes_nothing_after_it_returns() -> None:
     applied = threading.Event()
     labeler = Labeler(server, observe=lambda o: applied.set(), idle_wait=0.01)
     labeler.statuses_listed([status("gpu-1", H100)])
-    labeler.nodes_listed(server.listing())
+    labeler.nodes_listed(server.list_objects())
     stop = threading.Event()
     worker = threading.Thread(target=labeler.work, args=(stop,))
     worker.start()
@@ -185,7 +185,7 @@ def test_owned_labels_reads_the_captured_managed_fields() -> None:
 def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> None:
     server = NodeServer({"gpu-1": {}, "gpu-2": {}})
     labeler = Labeler(server)
-    labeler.nodes_listed(server.listing())
+    labeler.nodes_listed(server.list_objects())
     stop = threading.Event()
     lists = [
         ([status("gpu-1", H100, "10")], "10"),
