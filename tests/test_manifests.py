@@ -240,13 +240,45 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert bindings[("ClusterRoleBinding", "gpufabric-labeler")] == ["gpufabric-webhook"]
 
 
+def namespace_labels(docs: tuple[dict[str, Any], ...], name: str) -> dict[str, str]:
+    """A namespace's labels as the API server sets them (ours from the manifest)."""
+    ours = [d for d in docs if d["kind"] == "Namespace" and d["metadata"]["name"] == name]
+    labels = dict(ours[0]["metadata"].get("labels", {})) if ours else {}
+    return {**labels, "kubernetes.io/metadata.name": name}
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """LabelSelector semantics: matchLabels and every matchExpression must hold."""
+    ok = all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok &= {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+    return ok
+
+
+def test_the_install_moves_to_another_namespace_without_loose_ends() -> None:
+    docs = render(namespace="gpu-ops")
+    for d in docs:
+        assert "gpufabric-system" not in yaml.safe_dump(d), (d["kind"], d["metadata"]["name"])
+    hook = find(docs, "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"][0]
+    assert hook["clientConfig"]["service"]["namespace"] == "gpu-ops"
+    assert not selects(hook["namespaceSelector"], namespace_labels(docs, "gpu-ops"))
+    assert selects(hook["namespaceSelector"], namespace_labels(docs, "gpufabric-system"))
+
+
 def test_mutating_webhook_is_scoped_and_safe() -> None:
     hook = find(render(), "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"][0]
     assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
     assert hook["timeoutSeconds"] <= 5 and hook["reinvocationPolicy"] == "IfNeeded"
     assert hook["failurePolicy"] == "Fail"
-    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
-    assert {"kube-system", "gpufabric-system"} <= set(excluded)
+    for ns in ("kube-system", "kube-node-lease", "gpufabric-system"):
+        assert not selects(hook["namespaceSelector"], namespace_labels(render(), ns)), ns
+    assert selects(hook["namespaceSelector"], namespace_labels(render(), "team-a"))
     cond = celpy.Environment().program(
         celpy.Environment().compile(hook["matchConditions"][0]["expression"])
     )
