@@ -144,9 +144,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from agent.hca_select import split_patterns
     from agent.runner import run_forever
-    from common.kube import NoClusterConfig
+    from common.kube import NoClusterConfig, load_api_client
 
     host_reader(args.host_root)
+    try:
+        load_api_client(args.kubeconfig)  # before anything starts: fail fast, in one line
+    except NoClusterConfig as err:
+        raise UsageError(str(err)) from None
     config = RunConfig(
         node_name=args.node_name,
         host_root=args.host_root,

@@ -57,7 +57,8 @@ class _Version(argparse.Action):
             text = version("gpufabric")
         except PackageNotFoundError:
             text = "unknown (not installed)"
-        parser.exit(message=f"{parser.prog} {text}\n")
+        print(f"{parser.prog} {text}")
+        parser.exit()
 
 
 def _port(text: str) -> int:

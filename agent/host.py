@@ -291,12 +291,14 @@ class HostReader:
             except IsLink:  # swapped for a link in between: give up rather than follow
                 self.note(host_path, "changed while being read")
                 return None
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            except (FileNotFoundError, NotADirectoryError):
+                # Attributes are files, never links; one that leads nowhere is worth a word.
+                self.note(host_path, "link leads nowhere inside the host root")
                 return None
             except OSError as err:
                 self._unreadable(host_path, err)
                 return None
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as err:
             self._unreadable(host_path, err)
@@ -309,7 +311,9 @@ class HostReader:
         return data
 
     def _unreadable(self, host_path: str, err: OSError) -> None:
-        if isinstance(err, NotRegular):
+        if isinstance(err, IsADirectoryError):
+            self.note(host_path, "a directory where a file should be")
+        elif isinstance(err, NotRegular):
             self.note(host_path, "not a regular file")
         elif err.errno in (errno.EINVAL, errno.EIO, errno.ENODATA, errno.EOPNOTSUPP):
             # sysfs attributes the device cannot report right now (a port without a cable).
@@ -342,11 +346,12 @@ class HostReader:
         if self.recording is not None:
             self.recording.dirs.add(canonical)
             for name, kind in entries.items():
-                if kind == LINK:
+                entry = f"{base}/{name}"
+                if kind == DIR:  # a listing is data too (netdev names), even if never entered
+                    self.recording.dirs.add(entry)
+                elif kind == LINK:
                     try:
-                        self.recording.links[f"{base}/{name}"] = self.tree.readlink(
-                            f"{base}/{name}"
-                        )
+                        self.recording.links[entry] = self.tree.readlink(entry)
                     except OSError:
                         continue
         return sorted(entries)

@@ -80,6 +80,8 @@ def probe(reader: HostReader, env_config_path: str | None = None) -> GdsProbe:
         bus_id = reader.basename_of_link(f"{NVME_CLASS}/{name}/device") or ""
         if ":" in bus_id:
             nvme.append(NvmeController(name=name, pci_bus_id=bus_id))
+        elif reader.exists(f"{NVME_CLASS}/{name}/device"):
+            reader.note(f"{NVME_CLASS}/{name}/device", "not a link to a PCI device")
     return GdsProbe(
         config_path=config_path,
         config_error=config_error,

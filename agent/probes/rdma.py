@@ -84,6 +84,10 @@ def _dmabuf_possible(reader: HostReader) -> bool:
     version = reader.read("/proc/driver/nvidia/version") or ""
     release = reader.read("/proc/sys/kernel/osrelease") or ""
     match = _KERNEL.match(release)
+    if release and match is None:
+        reader.note("/proc/sys/kernel/osrelease", f"not a kernel release: {release[:40]!r}")
+    if version and not version.startswith("NVRM version:"):
+        reader.note("/proc/driver/nvidia/version", f"not an NVRM version: {version[:40]!r}")
     if match is None or "Open Kernel Module" not in version:
         return False
     return (int(match.group(1)), int(match.group(2))) >= (5, 12)
