@@ -24,11 +24,7 @@ if TYPE_CHECKING:
 
 PROG = "gpufabric-agent"
 EXTRA_HINT = "pip install 'gpufabric[agent]'"
-OURS = ("agent", "common", "webhook")
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+OURS = ("agent", "common", "webhook")  # an ImportError of these is a bug, not a missing extra
 
 
 class _MissingPynvml:
@@ -77,6 +73,7 @@ def host_reader(root: str, *, record: bool = False) -> HostReader:
     """A reader for --host-root, or UsageError when the directory cannot be a host's root."""
     from agent.host import HostReader
     from agent.probe import host_root_problem
+    from common.cli import UsageError
 
     reader = HostReader(root, record=record)
     problem = host_root_problem(reader)
@@ -144,13 +141,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from agent.hca_select import split_patterns
     from agent.runner import run_forever
-    from common.kube import NoClusterConfig, load_api_client
+    from common.cli import UsageError
+    from common.kube import load_api_client
 
     host_reader(args.host_root)
-    try:
-        load_api_client(args.kubeconfig)  # before anything starts: fail fast, in one line
-    except NoClusterConfig as err:
-        raise UsageError(str(err)) from None
+    load_api_client(args.kubeconfig)  # before anything starts: a missing config is one line
     config = RunConfig(
         node_name=args.node_name,
         host_root=args.host_root,
@@ -167,8 +162,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     try:
         return asyncio.run(run_forever(config, nvml_backend(args.nvml)))
-    except NoClusterConfig as err:
-        raise UsageError(str(err)) from None
     except OSError as err:
         if err.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
             raise UsageError(
@@ -180,16 +173,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _error_line(err: BaseException) -> str | None:
     """The one line to print for an error a user can cause; None for a bug."""
     from agent.gather import GatherError
+    from common import cli
 
-    if isinstance(err, UsageError | GatherError):
+    if isinstance(err, cli.UsageError | GatherError):
         return str(err)
-    if isinstance(err, ImportError) and (err.name or "").split(".")[0] not in OURS:
-        return f"missing dependency {err.name or err}; {EXTRA_HINT}"
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] not in OURS:
+        return cli.missing_module(err)
     if isinstance(err, UnicodeError):
         return f"input is not UTF-8: {err}"
     if isinstance(err, OSError):
-        where = f"{err.filename}: " if err.filename else ""
-        return f"{where}{err.strerror or err}"
+        return cli.os_error(err)
     return None
 
 

@@ -51,13 +51,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)  # type: ignore[arg-type]
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from common.cli import version
 
-        try:
-            text = version("gpufabric")
-        except PackageNotFoundError:
-            text = "unknown (not installed)"
-        print(f"{parser.prog} {text}")
+        print(f"{parser.prog} {version()}")
         parser.exit()
 
 
