@@ -17,6 +17,7 @@ from typing import Any, Literal
 from common import api
 from webhook import nodeselector as ns
 from webhook.cache import FabricCache
+from webhook.groups.explain import group_section
 from webhook.placement import Settings, mutate, plan
 from webhook.requirements import Requirements
 
@@ -191,7 +192,26 @@ def explain(
     if not only:
         lines += ["", f"{admitting} of {len(names)} nodes admit this pod."]
     lines += decision.warnings
+    lines += group_section(pod, _nodes_for_groups(cache, facts))
     return "\n".join(lines) + "\n"
+
+
+def _nodes_for_groups(cache: FabricCache, facts: NodeFacts) -> list[dict[str, Any]]:
+    """Node objects for the group section: the given Nodes' labels, GPUs from the status."""
+    out = []
+    for name, labels in sorted(facts.node_labels.items()):
+        record = cache.nodes.get(name)
+        gpus = dict(record.labels).get(api.LABEL_GPU_COUNT, "0") if record else "0"
+        out.append(
+            {
+                "metadata": {"name": name, "labels": labels},
+                "status": {
+                    "allocatable": {api.GPU_RESOURCE: gpus},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+    return out
 
 
 def describe(req: Requirements) -> str:

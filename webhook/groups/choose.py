@@ -232,6 +232,11 @@ def start_level(view: CapacityView, ev: _Eval, req: Request) -> Level | None:
     return hit  # type: ignore[return-value]
 
 
+def chosen_level(view: CapacityView, req: Request) -> Level | None:
+    """The level the group starts at (explicit, or the smallest that holds it when empty)."""
+    return start_level(view, _Eval(view, req.members), req)
+
+
 def candidates(view: CapacityView, members: Sequence[Member], level: Level) -> list[Candidate]:
     ev = _Eval(view, members)
     out = []

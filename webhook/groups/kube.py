@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
+from webhook.groups.slim import slim_node, slim_pod
 from webhook.watch import Gone, Lister, ListWatch, Obj, Watcher
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ def core_list_watch(
 ) -> tuple[Lister, Watcher]:
     core = client.CoreV1Api(api_client)
     method = core.list_pod_for_all_namespaces if kind == "pods" else core.list_node
+    slim = slim_pod if kind == "pods" else slim_node
 
     def lister() -> tuple[list[Obj], str]:
         items: list[Obj] = []
@@ -46,7 +48,7 @@ def core_list_watch(
                 _request_timeout=_TIMEOUT * 3,
             )
             data = json.loads(resp.data)
-            items += data.get("items") or []
+            items += [slim(o) for o in data.get("items") or []]
             token = data["metadata"].get("continue")
             if not token:
                 return items, str(data["metadata"].get("resourceVersion", ""))
@@ -60,7 +62,10 @@ def core_list_watch(
                 allow_watch_bookmarks=True,
                 timeout_seconds=300,
             ):
-                yield {"type": event["type"], "object": event["raw_object"]}
+                obj = event["raw_object"]
+                if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = slim(obj)
+                yield {"type": event["type"], "object": obj}
         except ApiException as err:
             if err.status == 410:
                 raise Gone() from err

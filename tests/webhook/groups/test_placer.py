@@ -245,3 +245,58 @@ def test_fake_refuses_what_the_api_server_refuses() -> None:
     assert gated_update_problems(ungated, tightened) == [
         "spec.affinity: immutable once the pod is not gated"
     ]
+
+
+def test_slim_copies_decide_like_the_full_objects() -> None:
+    # A pod exactly as the real Job controller created it (reference/k8s-wire/admission/
+    # pod-job-generatename.json, kube-controller-manager v1.36.2), named and grouped.
+    import json
+    from pathlib import Path
+
+    from webhook.groups.placer import pod_record
+    from webhook.groups.slim import slim_node, slim_pod
+
+    wire = Path(__file__).resolve().parents[3] / "shared" / "reference" / "k8s-wire" / "admission"
+    if not wire.exists():
+        wire = Path("/work/shared/reference/k8s-wire/admission")
+    pod = json.loads((wire / "pod-job-generatename.json").read_text())["received"]["body"][
+        "request"
+    ]["object"]
+    pod["metadata"] |= {"name": "nccl-test-abcde", "uid": "u1"}
+    pod["metadata"]["annotations"] |= {"gpufabric.io/group": "nccl", "gpufabric.io/group-size": "2"}
+    pod["metadata"]["labels"]["gpufabric.io/group"] = "nccl"
+    pod["spec"]["schedulingGates"] = [{"name": GATE}]
+    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    full, slim = pod_record(pod, 0.0), pod_record(slim_pod(pod), 0.0)
+    assert full == slim and full.gpus == 8 and full.gated
+    n = node(3, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    v1, v2 = Placer(FakeApi()).view, Placer(FakeApi()).view
+    v1.put_node(n)
+    v2.put_node(slim_node(n))
+    assert v1.nodes == v2.nodes
+
+
+def test_metrics_count_decisions_and_publish_free_gpus_and_fragmentation() -> None:
+    from prometheus_client import generate_latest
+
+    from webhook.groups.gauges import publish
+    from webhook.metrics import WebhookMetrics
+
+    metrics = WebhookMetrics()
+    api = FakeApi()
+    placer = Placer(api, metrics=metrics)
+    placer.nodes_listed(fabric(8))
+    placer.pods_listed(
+        [gpu_pod("busy", 4, namespace="other", node_name="node-0000", phase="Running")]
+    )
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(member(i, size=2)))
+    placer.reconcile()
+    publish(metrics, placer)
+    text = generate_latest(metrics.registry).decode()
+    assert 'gpufabric_group_decisions_total{level="leaf",outcome="placed"} 1.0' in text
+    # 64 GPUs - 4 busy - 16 promised = 44 free; leaf-0 (28 free) is the tight fit for 16 GPUs,
+    # leaving leaf-0 with 12 free and leaf-1 whole with 32: 12 of 44 free GPUs are fragmented.
+    assert 'gpufabric_group_free_gpus{level="leaf"} 44.0' in text
+    assert f'gpufabric_group_fragmentation_ratio{{level="leaf"}} {12 / 44}' in text
+    assert "gpufabric_group_gated_seconds_count 2.0" in text

@@ -1,0 +1,51 @@
+"""The group section of `explain`: the level a grouped pod's group goes to and, for each domain of
+that level, its free GPUs and why it does or does not fit. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from webhook.groups.admit import parse_group
+from webhook.groups.capacity import CapacityView, pod_gpus
+from webhook.groups.choose import Member, Placed, Request, candidates, chosen_level, decide
+from webhook.groups.selector import selector_of
+
+
+def group_section(
+    pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], running: Iterable[Any] = ()
+) -> list[str]:
+    """Lines for explain; [] when the pod is not in a group. `nodes` are Node objects, `running`
+    (uid, node, GPUs) of pods already bound (offline: usually none, so every GPU counts as free)."""
+    group, problems = parse_group((pod.get("metadata") or {}).get("annotations") or {})
+    if problems:
+        return ["", "Group: " + "; ".join(problems)]
+    if group is None:
+        return []
+    view = CapacityView()
+    view.replace_nodes(nodes)
+    for uid, node, gpus in running:
+        view.put_pod(uid, node, gpus, True)
+    spec = pod.get("spec") or {}
+    gpus = pod_gpus(spec)
+    selector = selector_of(spec)
+    members = tuple(Member(f"member-{i}", gpus, selector) for i in range(group.size))
+    request = Request(group.name, members, group.locality, group.level)
+    level = chosen_level(view, request)
+    head = (
+        f"Group {group.name}: {group.size} pods x {gpus} GPUs = {group.size * gpus} GPUs, "
+        f"locality {group.locality}, level {group.level}"
+    )
+    if level is None:
+        return ["", head, "  no node carries a network label (gpufabric.io/leaf ... spine)"]
+    lines = ["", f"{head} -> {level}"]
+    for c in candidates(view, members, level):
+        mark = "fits" if c.fits else "no  "
+        lines.append(f"  [{mark}] {level} {c.domain}: {c.free} free GPUs; {c.why}")
+    decision = decide(view, request)
+    if isinstance(decision, Placed):
+        where = ", ".join(f"{decision.level}={d}" for d in decision.domains)
+        lines.append(f"  decision: {where or 'no domain (no network labels)'}")
+    else:
+        lines.append(f"  decision: wait: {decision.message}")
+    return lines

@@ -1,0 +1,51 @@
+"""Keep only what the placer reads of a Pod or Node, as soon as it arrives.
+
+A relist of 20,000 real pods (managedFields, env, volumes, status) would otherwise sit in memory
+whole until the placer has read it; the slim copies are a small fraction of that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_POD_META = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+_POD_SPEC = ("nodeName", "affinity", "nodeSelector", "tolerations", "schedulingGates")
+
+
+def _resources(containers: Any) -> list[dict[str, Any]]:
+    out = []
+    for c in containers if isinstance(containers, list) else []:
+        if isinstance(c, Mapping):
+            kept: dict[str, Any] = {"resources": c.get("resources") or {}}
+            if "restartPolicy" in c:
+                kept["restartPolicy"] = c["restartPolicy"]
+            out.append(kept)
+    return out
+
+
+def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    out_meta = {k: meta[k] for k in _POD_META if k in meta}
+    if meta.get("deletionTimestamp"):
+        out_meta["deletionTimestamp"] = meta["deletionTimestamp"]
+    out_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
+    out_spec["containers"] = _resources(spec.get("containers"))
+    if spec.get("initContainers"):
+        out_spec["initContainers"] = _resources(spec.get("initContainers"))
+    phase = (obj.get("status") or {}).get("phase")
+    return {"metadata": out_meta, "spec": out_spec, "status": {"phase": phase}}
+
+
+def slim_node(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    return {
+        "metadata": {k: meta[k] for k in ("name", "labels", "deletionTimestamp") if k in meta},
+        "spec": {k: spec[k] for k in ("unschedulable", "taints") if k in spec},
+        "status": {
+            "allocatable": status.get("allocatable") or {},
+            "conditions": [
+                c for c in status.get("conditions") or [] if (c or {}).get("type") == "Ready"
+            ],
+        },
+    }
