@@ -1,0 +1,151 @@
+"""docs/install.md, run as written: the shell blocks a user copies build, push and install what the
+repository holds. There is no cluster or registry here, so `docker` only records its arguments and
+`kubectl apply -k DIR` renders DIR with kustomize instead of sending it; every other line runs
+verbatim in a copy of the repository's daemonset/."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+from common import api
+from tests.test_host_mounts import pod_templates
+from tests.test_manifests import K8S_VERSION, find, ingress_allows, kustomize, render
+from webhook.fabric.levels import NETWORK_LABELS
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = (ROOT / "docs" / "install.md").read_text()
+BLOCKS = re.findall(r"```bash\n(.*?)```", DOC, re.S)
+SHIMS = """set -euo pipefail
+docker() { echo "$*" >> "$DOCKER_LOG"; }
+kubectl() {
+  if [ "$1" = apply ] && [ "$2" = -k ]; then command kubectl kustomize "$3" > "$APPLIED";
+  else command kubectl "$@"; fi
+}
+"""
+
+
+def block(starts: str, containing: str = "") -> str:
+    found = [b for b in BLOCKS if b.startswith(starts) and containing in b]
+    assert len(found) == 1, (starts, containing, len(found))
+    return found[0]
+
+
+def run_doc(tmp: Path, *blocks: str) -> tuple[tuple[dict[str, Any], ...], list[list[str]]]:
+    shutil.copytree(ROOT / "daemonset", tmp / "daemonset")
+    script = SHIMS + "\n".join(blocks)
+    env = {"PATH": "/usr/bin:/bin", "DOCKER_LOG": str(tmp / "docker.log")}
+    env["APPLIED"] = str(tmp / "applied.yaml")
+    out = subprocess.run(
+        ["bash", "-c", script], cwd=tmp, env=env, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    docs = tuple(d for d in yaml.safe_load_all((tmp / "applied.yaml").read_text()) if d)
+    calls = [shlex.split(line) for line in (tmp / "docker.log").read_text().splitlines()]
+    return docs, calls
+
+
+def images(docs: tuple[dict[str, Any], ...]) -> set[str]:
+    return {
+        c["image"]
+        for _, pod in pod_templates(docs)
+        for c in pod.get("initContainers", []) + pod["containers"]
+    }
+
+
+def test_build_push_and_apply_install_the_images_that_were_pushed(tmp_path: Path) -> None:
+    build = block("REGISTRY=")
+    docs, calls = run_doc(tmp_path, build, block("mkdir -p my-gpufabric"))
+    built = {c[c.index("-t") + 1] for c in calls if c[0] == "build"}
+    pushed = {c[1] for c in calls if c[0] == "push"}
+    for c in calls:
+        if c[0] == "build":
+            assert (ROOT / c[c.index("-f") + 1]).is_file() and c[-1] == "."
+    assert (
+        built
+        == pushed
+        == images(docs)
+        == {
+            "registry.example.com/gpufabric/gpufabric-agent:0.1.0",
+            "registry.example.com/gpufabric/gpufabric-webhook:0.1.0",
+        }
+    )
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            pass
+    args = find(docs, "Deployment", "gpufabric-webhook")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["args"]
+    assert "--cufile-configmap=gpufabric-cufile-policy" in args
+    assert "--inject-nccl-tuning" in args
+    # The review file is exactly what apply sends.
+    assert kustomize(tmp_path / "my-gpufabric") == docs
+    reviewed = (tmp_path / "my-gpufabric.yaml").read_text()
+    assert tuple(d for d in yaml.safe_load_all(reviewed) if d) == docs
+
+
+def test_the_network_policy_example_narrows_admission_to_the_range_given(tmp_path: Path) -> None:
+    docs, _ = run_doc(
+        tmp_path,
+        block("REGISTRY="),
+        block("mkdir -p my-gpufabric"),
+        block("cat > my-gpufabric/kustomization.yaml", "network-policy"),
+    )
+    policy = find(docs, "NetworkPolicy", "gpufabric-webhook")
+    assert ingress_allows(policy, "172.16.0.5", 8443, labels=False)
+    assert not ingress_allows(policy, "10.0.0.1", 8443, labels=False)
+    prometheus = policy["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]
+    assert prometheus == {"kubernetes.io/metadata.name": "observability"}
+    assert images(docs) == {
+        "registry.example.com/gpufabric/gpufabric-agent:0.1.0",
+        "registry.example.com/gpufabric/gpufabric-webhook:0.1.0",
+    }
+
+
+def test_verify_commands_name_objects_and_flags_that_exist() -> None:
+    from agent.config import build_parser
+
+    verify = block("kubectl -n gpufabric-system wait")
+    base = render()
+    for kind, short in (("Job", "job"), ("Deployment", "deploy"), ("DaemonSet", "ds")):
+        for name in re.findall(rf"\b{short}/([\w-]+)", verify):
+            assert find(base, kind, name)["metadata"]["namespace"] == "gpufabric-system"
+    shown = re.search(r"get nodes -L (\S+)", verify)
+    assert shown and set(shown.group(1).split(",")) <= set(api.ALL_LABELS)
+    assert (ROOT / re.search(r"-f (\S+)", verify).group(1)).is_file()  # type: ignore[union-attr]
+    assert find(render("cert-manager"), "Certificate", "gpufabric-webhook")
+    inside = block("NODE=")
+    ds = find(base, "DaemonSet", "gpufabric-agent")
+    selector = re.search(r"-l (\S+)", inside).group(1)  # type: ignore[union-attr]
+    key, value = selector.split("=")
+    assert ds["spec"]["template"]["metadata"]["labels"][key] == value
+    assert "--host-root=/host" in ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    for line in inside.splitlines():
+        if "gpufabric-agent probe" in line:
+            argv = shlex.split(line.split(" -- gpufabric-agent ", 1)[1])
+            assert argv[argv.index("--host-root") + 1] == "/host"
+            build_parser().parse_args(argv)
+
+
+def test_uninstall_removes_every_label_the_labeler_writes() -> None:
+    uninstall = block("kubectl delete mutatingwebhookconfiguration").replace("\\\n", " ")
+    command = next(line for line in uninstall.splitlines() if "label nodes" in line)
+    removed = {w.removesuffix("-") for w in shlex.split(command) if w.startswith("gpufabric.io/")}
+    assert removed == set(api.ALL_LABELS) | set(NETWORK_LABELS)
+    assert "kubectl delete -k my-gpufabric/" in uninstall
+
+
+def test_install_doc_names_only_components_that_exist() -> None:
+    named = set(re.findall(r"daemonset/components/([\w-]+)", DOC))
+    named |= set(re.findall(r"^\| `([\w-]+)` \|", DOC, re.M))
+    assert named == {p.name for p in (ROOT / "daemonset" / "components").iterdir()}
+    assert "overlays" not in DOC
