@@ -52,6 +52,8 @@ def test_no_host_mount_can_create_or_write_anything(components: tuple[str, ...])
             for m in c.get("volumeMounts", []):
                 if m["name"] in host:
                     assert m.get("readOnly") is True, (where, m)
+                    # submounts too (cgroupfs, debugfs under /sys) where the runtime can
+                    assert m.get("recursiveReadOnly") in ("IfPossible", "Enabled"), (where, m)
                     assert "subPath" not in m and "subPathExpr" not in m, (where, m)  # created
                     assert m.get("mountPropagation", "None") != "Bidirectional", (where, m)
 
