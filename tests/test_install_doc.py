@@ -148,3 +148,39 @@ def test_install_doc_names_only_components_that_exist() -> None:
     named |= set(re.findall(r"^\| `([\w-]+)` \|", DOC, re.M))
     assert named == {p.name for p in (ROOT / "daemonset" / "components").iterdir()}
     assert "overlays" not in DOC
+
+
+def test_the_nvml_patches_apply_and_still_write_nothing_on_the_host(tmp_path: Path) -> None:
+    from tests.test_host_mounts import MUST_EXIST
+
+    section = DOC[DOC.index("### NVML without") : DOC.index("### VMs")]
+    ops = [op for b in re.findall(r"```yaml\n(.*?)```", section, re.S) for op in yaml.safe_load(b)]
+    shutil.copytree(ROOT / "daemonset", tmp_path / "daemonset")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": ["../daemonset/base"],
+                "patches": [
+                    {
+                        "target": {"kind": "DaemonSet", "name": "gpufabric-agent"},
+                        "patch": yaml.safe_dump(ops),
+                    }
+                ],
+            }
+        )
+    )
+    ds = find(kustomize(tmp_path / "mine"), "DaemonSet", "gpufabric-agent")
+    kubernetes_validate.validate(ds, K8S_VERSION, strict=True)
+    pod = ds["spec"]["template"]["spec"]
+    assert "runtimeClassName" not in pod
+    host = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
+    assert host["driver"] == {"path": "/run/nvidia/driver", "type": "Directory"}
+    assert all(h["type"] in MUST_EXIST for h in host.values())
+    for m in pod["containers"][0]["volumeMounts"]:
+        if m["name"] in host:
+            assert m["readOnly"] is True and m["recursiveReadOnly"] == "IfPossible", m
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["LD_LIBRARY_PATH"] == "/host/usr/lib/x86_64-linux-gnu"
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert "/host/usr" in mounts  # where a host-installed driver's libraries are seen
