@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from agent.assemble import Assembled, Place
 from agent.topology import distance
+from common import api
 from common.model import Gpu, Hca
 
 LEGEND = """Legend:
@@ -29,35 +32,75 @@ def _nv(a: Gpu, b: Gpu) -> str | None:
     return None
 
 
-def render(result: Assembled) -> str:
+NOT_COMPUTE = "*"  # suffix on the label of an HCA that is not compute fabric
+AFFINITY = ("CPU Affinity", "NUMA Affinity")
+
+
+def render(result: Assembled, width: int = 160) -> str:
+    """The matrix, split into column blocks that each fit `width` characters, then legends."""
     status = result.status
     places = list(result.places)
     gpus = {str(g.index): g for g in status.gpus}
     if not places:
         return "No GPUs, RDMA devices or NVMe drives found on this node.\n"
-    width = max(6, *(len(p.label) + 2 for p in places))
-    header = " " * width + "".join(p.label.ljust(width) for p in places)
-    header += "CPU Affinity".ljust(16) + "NUMA Affinity"
-    lines = [header.rstrip()]
-    for row in places:
-        cells = []
-        for col in places:
-            cells.append(_cell(row, col, gpus).ljust(width))
-        cpus = row.locality.local_cpus or "N/A"
-        numa = str(row.locality.numa_node) if row.locality.numa_node >= 0 else "N/A"
-        lines.append((row.label.ljust(width) + "".join(cells) + cpus.ljust(16) + numa).rstrip())
+    hcas = {h.name: h for h in status.hcas}
+    nvml_known = any(c.type == api.COND_NVML and c.status == "True" for c in status.conditions)
+    labels = {id(p): _label(p, hcas) for p in places}
+    cell = max(6, *(len(x) + 2 for x in labels.values()))
+    aff = [
+        (
+            p.locality.local_cpus or "N/A",
+            str(p.locality.numa_node) if p.locality.numa_node >= 0 else "N/A",
+        )
+        for p in places
+    ]
+    cpu_w = max(len(AFFINITY[0]), *(len(a[0]) for a in aff)) + 2
+    tail = cpu_w + len(AFFINITY[1])
+    per_block = max(1, (width - cell) // cell)
+    if cell + len(places) * cell + tail <= width:
+        per_block = len(places)
+    lines: list[str] = []
+    for start in range(0, len(places), per_block):
+        block = places[start : start + per_block]
+        last = start + per_block >= len(places)
+        if lines:
+            lines.append("")
+        header = " " * cell + "".join(labels[id(c)].ljust(cell) for c in block)
+        if last and cell + len(block) * cell + tail <= width:
+            header += AFFINITY[0].ljust(cpu_w) + AFFINITY[1]
+            with_aff = True
+        else:
+            with_aff = False
+        lines.append(header.rstrip())
+        for i, row in enumerate(places):
+            cells = "".join(_cell(row, col, gpus, nvml_known).ljust(cell) for col in block)
+            extra = aff[i][0].ljust(cpu_w) + aff[i][1] if with_aff else ""
+            lines.append((labels[id(row)].ljust(cell) + cells + extra).rstrip())
+        if last and not with_aff:
+            lines += ["", "".join(x.ljust(cell) for x in ("", *AFFINITY[:1])).rstrip()]
+            lines += [
+                (labels[id(p)].ljust(cell) + a[0].ljust(cpu_w) + a[1]).rstrip()
+                for p, a in zip(places, aff, strict=True)
+            ]
     lines.append("")
     lines.append(LEGEND)
+    if any(_cell(a, b, gpus, nvml_known) == "NV?" for a in places for b in places):
+        lines.append(
+            "  NV?  = NVLink unknown: NVML is unavailable and no topology file describes it"
+        )
+    if any(labels[id(p)].endswith(NOT_COMPUTE) for p in places):
+        lines.append(
+            f"  NIC#{NOT_COMPUTE}= not compute fabric: never offered to NCCL (see the NIC Legend)"
+        )
     nics = [p for p in places if p.label.startswith("NIC")]
     if nics:
         lines += ["", "NIC Legend:"]
-        by_name = {h.name: h for h in status.hcas}
         for p in nics:
-            hca = by_name[p.name]
+            hca = hcas[p.name]
             ports = ", ".join(
                 f"port {x.port} {x.state} {x.rate_gbps:g} Gb/s {x.link_layer}" for x in hca.ports
             )
-            lines.append(f"  {p.label}: {p.name} {hca.pci_bus_id} ({ports})")
+            lines.append(f"  {labels[id(p)]}: {p.name} {hca.pci_bus_id} ({ports})")
             lines.append(" " * (len(p.label) + 4) + _selection(hca, status.summary.usable_hcas))
     nvmes = [p for p in places if p.label.startswith("NVME")]
     if nvmes:
@@ -66,14 +109,35 @@ def render(result: Assembled) -> str:
     s = status.summary
     lines += [
         "",
-        f"Summary: {s.gpu_count} GPUs, largest NVLink island {s.nvlink_island_size} GPUs at "
-        f"{s.nvlink_bandwidth_gbps} GB/s per GPU, at most {s.numa_gpus_max} GPUs per NUMA node, "
-        f"RDMA {'yes' if s.rdma else 'no'} ({s.rdma_ports} usable ports), cuFile {s.cufile}, "
-        f"fabric {s.fabric_health}",
+        *textwrap.wrap(
+            f"Summary: {s.gpu_count} GPUs, {_islands(result, nvml_known)}, at most "
+            f"{s.numa_gpus_max} GPUs per NUMA "
+            f"node, RDMA {'yes' if s.rdma else 'no'} ({s.rdma_ports} usable ports), cuFile "
+            f"{s.cufile}, fabric {s.fabric_health}",
+            width,
+            subsequent_indent="  ",
+        ),
     ]
     for c in status.conditions:
-        lines.append(f"  {c.type}={c.status} ({c.reason}): {c.message}")
+        lines += textwrap.wrap(
+            f"{c.type}={c.status} ({c.reason}): {c.message}",
+            width,
+            initial_indent="  ",
+            subsequent_indent="      ",
+        )
     return "\n".join(lines) + "\n"
+
+
+def _islands(result: Assembled, nvml_known: bool) -> str:
+    s = result.status.summary
+    if not nvml_known and not any(g.nvlink for g in result.status.gpus) and s.gpu_count:
+        return "NVLink unknown (no NVML)"
+    return f"largest NVLink island {s.nvlink_island_size} GPUs at {s.nvlink_bandwidth_gbps} GB/s per GPU"
+
+
+def _label(place: Place, hcas: dict[str, Hca]) -> str:
+    hca = hcas.get(place.name) if place.label.startswith("NIC") else None
+    return place.label + NOT_COMPUTE if hca is not None and not hca.compute_fabric else place.label
 
 
 def _selection(hca: Hca, usable: tuple[str, ...]) -> str:
@@ -83,13 +147,16 @@ def _selection(hca: Hca, usable: tuple[str, ...]) -> str:
     return f"compute fabric, {now}: {hca.selection}"
 
 
-def _cell(row: Place, col: Place, gpus: dict[str, Gpu]) -> str:
+def _cell(row: Place, col: Place, gpus: dict[str, Gpu], nvml_known: bool) -> str:
     if row is col:
         return "X"
     if row.label.startswith("GPU") and col.label.startswith("GPU"):
-        nv = _nv(gpus[row.name], gpus[col.name])
+        a, b = gpus[row.name], gpus[col.name]
+        nv = _nv(a, b)
         if nv:
             return nv
+        if not nvml_known and (a.nvlink is None or b.nvlink is None):
+            return "NV?"  # a PCIe distance here would claim there is no NVLink
     if not row.locality.root or not col.locality.root:
         return "?"
     return distance(row.locality, col.locality)
