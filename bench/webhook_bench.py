@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""Webhook benchmark: reviews/s and latency over loopback TLS with 5,000 GpuNodeStatus in cache.
+"""Webhook benchmark: server CPU per review as a ratio against a bare baseline server, measured
+interleaved in the same run, over the scale curve (nodes x alike / every node distinct).
 
-    .venv/bin/python bench/webhook_bench.py [--requests 20000] [--concurrency 16] [--nodes 5000]
+    .venv/bin/python bench/webhook_bench.py            # the whole curve (a few minutes)
+    .venv/bin/python bench/webhook_bench.py --quick    # the two target fleets (well under a minute)
 
-The server runs in its own process pinned to one core (CPU 0); the load generator on the other.
-Server time is measured inside the server around the whole request handler; client latency
-includes TLS and loopback. Targets (issue 3): >= 1,000 reviews/s on one core, server p99 <= 5 ms,
-server RSS <= 300 MB with 5,000 statuses.
+Both servers (bench/webhook_servers.py) run in their own process pinned to CPU 0, the load
+generator on the other cores. CPU per review = the server process's CPU time over a burst of
+reviews / the number of reviews. The baseline is a bare aiohttp server on the same TLS setup that
+parses the same AdmissionReview and answers `allowed`. Each round runs baseline and webhook bursts
+back to back, and the table shows the median ratio over the rounds: absolute times on a shared
+machine move 2x from run to run, ratios much less.
+
+Targets (issue 10): fabric review <= 1.5x baseline at 5,000 nodes / ~50 layouts, <= 2x at 20,000
+distinct; unannotated <= 1.1x; first review after a watch event <= 2 ms at 20,000 nodes; ingest
+<= 50 us per status; review p99 during a 20,000-status relist <= 5 ms; RSS <= 150 MB at 20,000.
 """
 
 from __future__ import annotations
@@ -17,44 +25,24 @@ import datetime as dt
 import json
 import multiprocessing as mp
 import os
-import random
 import ssl
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from webhook_servers import ROOT, baseline_server, fabric_server
+
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
-
-from certs.pki import make_ca, make_serving  # noqa: E402
-
-GOLDEN = ROOT / "tests" / "golden"
-POLICY = (ROOT / "daemonset" / "components" / "cufile-policy" / "cufile.json").read_text()
+from certs.pki import make_ca, make_serving
 
 
-def statuses(n: int, seed: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
-    """n statuses made from the fixture goldens, with some ports down to vary the layouts."""
-    base = [yaml.safe_load(p.read_text())["status"] for p in sorted(GOLDEN.glob("*.yaml"))]
-    rng = random.Random(seed)
-    for i in range(n):
-        status = json.loads(json.dumps(base[i % len(base)]))
-        summary = status["summary"]
-        if summary.get("usableHcas") and rng.random() < 0.1:
-            drop = rng.choice(summary["usableHcas"])
-            summary["usableHcas"] = [h for h in summary["usableHcas"] if h != drop]
-            summary["rdmaPorts"] = len(summary["usableHcas"])
-            summary["hcaProfile"] = ""
-            summary["fabricHealth"] = "degraded"
-        yield (f"gpu-node-{i:05d}", status)
-
-
-def realistic_pod() -> dict[str, Any]:
+def realistic_pod(annotated: bool = True) -> dict[str, Any]:
     container = {
         "name": "x",
         "image": "nvcr.io/nvidia/pytorch:24.05-py3",
@@ -63,6 +51,14 @@ def realistic_pod() -> dict[str, Any]:
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
         "resources": {"limits": {"nvidia.com/gpu": 8, "cpu": "96", "memory": "1Ti"}},
     }
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a"]}
+    itype = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["gpu-8x"]}
+    annotations = {
+        "gpufabric.io/topology": "nvlink",
+        "gpufabric.io/rdma": "required",
+        "gpufabric.io/rdma-min-ports": "4",
+        "gpufabric.io/cufile": "preferred",
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -70,12 +66,7 @@ def realistic_pod() -> dict[str, Any]:
             "name": "trainer-0",
             "namespace": "team-a",
             "labels": {"app": "llm", "job": "j1"},
-            "annotations": {
-                "gpufabric.io/topology": "nvlink",
-                "gpufabric.io/rdma": "required",
-                "gpufabric.io/rdma-min-ports": "4",
-                "gpufabric.io/cufile": "preferred",
-            },
+            "annotations": annotations if annotated else {"example.com/owner": "team-a"},
         },
         "spec": {
             "containers": [
@@ -89,24 +80,8 @@ def realistic_pod() -> dict[str, Any]:
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {
-                                        "key": "topology.kubernetes.io/zone",
-                                        "operator": "In",
-                                        "values": ["zone-a"],
-                                    }
-                                ]
-                            },
-                            {
-                                "matchExpressions": [
-                                    {
-                                        "key": "node.kubernetes.io/instance-type",
-                                        "operator": "In",
-                                        "values": ["ND96isr_H100_v5"],
-                                    }
-                                ]
-                            },
+                            {"matchExpressions": [zone]},
+                            {"matchExpressions": [itype]},
                         ]
                     }
                 }
@@ -119,120 +94,214 @@ def realistic_pod() -> dict[str, Any]:
 
 
 def review(i: int, pod: dict[str, Any]) -> bytes:
+    request = {
+        "uid": f"uid-{i}",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": "team-a",
+        "operation": "CREATE",
+        "object": pod,
+        "userInfo": {"username": "u"},
+    }
     return json.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": f"uid-{i}",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": "team-a",
-                "operation": "CREATE",
-                "object": pod,
-                "userInfo": {"username": "u"},
-            },
-        }
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
     ).encode()
 
 
-def server(port: int, cert: str, key: str, nodes: int, ready: Any, stats: Any) -> None:
-    os.sched_setaffinity(0, {0})
-    import psutil
-    from aiohttp import web
+class Client:
+    """One keep-alive TLS session per server, so handshakes stay out of the measured bursts."""
 
-    from webhook.cache import FabricCache
-    from webhook.placement import Settings
-    from webhook.server import make_app, tls_context
+    def __init__(self, ca: str, concurrency: int) -> None:
+        import aiohttp
 
-    cache = FabricCache()
-    cache.replace_nodes(statuses(nodes))
-    cache.replace_claims([])
-    durations: list[float] = []
-
-    @web.middleware
-    async def timing(request: web.Request, handler: Any) -> web.StreamResponse:
-        t = time.perf_counter()
-        resp = await handler(request)
-        if request.path == "/mutate":
-            durations.append(time.perf_counter() - t)
-        return resp
-
-    async def report(request: web.Request) -> web.Response:
-        d = sorted(durations)
-        return web.json_response(
-            {
-                "count": len(d),
-                "p50": d[len(d) // 2],
-                "p99": d[int(len(d) * 0.99)],
-                "rss": psutil.Process().memory_info().rss,
-                "groups": len(cache.groups()),
-                "nodes": len(cache.nodes),
-            }
+        self.ctx = ssl.create_default_context(cadata=ca)
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency, ssl=self.ctx)
         )
+        self.concurrency = concurrency
 
-    async def reset(request: web.Request) -> web.Response:
-        durations.clear()
-        return web.Response(text="ok")
+    async def call(self, port: int, path: str, method: str = "GET") -> dict[str, Any]:
+        async with self.session.request(method, f"https://localhost:{port}{path}") as r:
+            return dict(await r.json())
 
-    app = make_app(cache, Settings(cufile_policy=POLICY))
-    app.middlewares.append(timing)
-    app.router.add_get("/bench-stats", report)
-    app.router.add_post("/bench-reset", reset)
+    async def post(self, port: int, body: bytes) -> float:
+        t = time.perf_counter()
+        async with self.session.post(
+            f"https://localhost:{port}/mutate",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        ) as r:
+            text = await r.read()
+            assert r.status == 200 and b'"allowed": true' in text, text[:300]
+        return time.perf_counter() - t
 
-    async def main() -> None:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(
-            runner, "127.0.0.1", port, ssl_context=tls_context(Path(cert), Path(key))
-        ).start()
-        ready.set()
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
-
-
-async def load(port: int, ca: str, total: int, concurrency: int) -> tuple[float, list[float]]:
-    import aiohttp
-
-    ctx = ssl.create_default_context(cadata=ca)
-    pod = realistic_pod()
-    bodies = [review(i, pod) for i in range(256)]
-    url = f"https://localhost:{port}/mutate"
-    latencies: list[float] = []
-    connector = aiohttp.TCPConnector(limit=concurrency, ssl=ctx)
-    async with aiohttp.ClientSession(connector=connector) as s:
-        for i in range(200):  # warm-up
-            async with s.post(
-                url, data=bodies[i % 256], headers={"Content-Type": "application/json"}
-            ) as r:
-                await r.read()
-        await s.post(f"https://localhost:{port}/bench-reset")
+    async def burst(self, port: int, bodies: list[bytes], total: int) -> float:
+        """Server CPU seconds per review over `total` reviews."""
+        before = (await self.call(port, "/bench/cpu"))["cpu"]
         counter = iter(range(total))
 
         async def worker() -> None:
             for i in counter:
-                t = time.perf_counter()
-                async with s.post(
-                    url, data=bodies[i % 256], headers={"Content-Type": "application/json"}
-                ) as r:
-                    body = await r.read()
-                    assert r.status == 200 and b'"allowed": true' in body, body[:200]
-                latencies.append(time.perf_counter() - t)
+                await self.post(port, bodies[i % len(bodies)])
 
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - start
-    return elapsed, latencies
+        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        return ((await self.call(port, "/bench/cpu"))["cpu"] - before) / total
+
+    async def sequential(self, port: int, body: bytes, until: Any, limit: int) -> list[float]:
+        out: list[float] = []
+        while len(out) < limit:
+            out.append(await self.post(port, body))
+            if len(out) % 10 == 0 and await until():
+                break
+        return out
+
+
+def _start(target: Any, *args: Any) -> mp.Process:
+    ready = mp.Event()
+    proc = mp.Process(target=target, args=(*args, ready), daemon=True)
+    proc.start()
+    if not ready.wait(600):
+        raise SystemExit(f"{target.__name__} did not start")
+    return proc
+
+
+async def _never() -> bool:
+    return False
+
+
+def _p99(values: list[float]) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * 0.99))]
+
+
+async def measure(
+    args: argparse.Namespace, client: Client, base_port: int, port: int, nodes: int
+) -> dict[str, Any]:
+    fab = [review(i, realistic_pod()) for i in range(64)]
+    plain = [review(i, realistic_pod(annotated=False)) for i in range(64)]
+    for bodies in (fab, plain):  # warm-up: connections, first views
+        await client.burst(base_port, bodies, 200)
+        await client.burst(port, bodies, 200)
+    ratios: dict[str, list[float]] = {"fabric": [], "plain": []}
+    cpu: dict[str, list[float]] = {"fabric": [], "plain": [], "base": []}
+    for _ in range(args.rounds):
+        for kind, bodies in (("fabric", fab), ("plain", plain)):
+            b = await client.burst(base_port, bodies, args.requests)
+            f = await client.burst(port, bodies, args.requests)
+            ratios[kind].append(f / b)
+            cpu[kind].append(f)
+            cpu["base"].append(b)
+    out: dict[str, Any] = {k: statistics.median(v) for k, v in ratios.items()}
+    out["fabric_ms"] = statistics.median(cpu["fabric"]) * 1e3
+    out["base_ms"] = statistics.median(cpu["base"]) * 1e3
+    out.update(await client.call(port, "/bench/stats"))
+    out.update(await client.call(port, "/bench/change", "POST"))
+    out.update(await client.call(port, "/bench/ingest", "POST"))
+    if nodes >= args.relist_from:
+        steady = await client.sequential(port, fab[0], _never, 300)
+        base = await client.sequential(base_port, fab[0], _never, 300)
+        await client.call(port, "/bench/relist", "POST")
+
+        async def done() -> bool:
+            return bool((await client.call(port, "/bench/relist")).get("done"))
+
+        during = await client.sequential(port, fab[0], done, 200_000)
+        relist = await client.call(port, "/bench/relist")
+        while not relist.get("done"):  # the last reviews ran past the end of a short relist
+            relist = await client.call(port, "/bench/relist")
+        out.update(
+            relist_p99_ms=_p99(during) * 1e3,
+            relist_n=len(during),
+            steady_p99_ms=_p99(steady) * 1e3,
+            base_p99_ms=_p99(base) * 1e3,
+            relist_cpu_s=relist["cpu_s"],
+            relist_wall_s=relist["wall_s"],
+        )
+    return out
+
+
+def _row(nodes: int, shape: str, m: dict[str, Any]) -> str:
+    relist = (
+        f"{m['relist_p99_ms']:.2f} ({m['relist_n']} reviews, relist {m['relist_cpu_s']:.2f} s CPU;"
+        f" steady {m['steady_p99_ms']:.2f}, baseline {m['base_p99_ms']:.2f})"
+        if "relist_p99_ms" in m
+        else "-"
+    )
+    return (
+        f"| {nodes:,} | {shape} | {m['layouts']:,} | {m['fabric']:.2f}x ({m['fabric_ms']:.3f} / {m['base_ms']:.3f} ms)"
+        f" | {m['plain']:.2f}x | {m['event_ms']:.3f} | {m['first_ms']:.3f} (max {m['first_max_ms']:.3f})"
+        f" | {m['ingest_us']:.0f} | {relist} | {m['rss'] / 2**20:.0f} |"
+    )
+
+
+async def run(args: argparse.Namespace, ca: str, cert: str, key: str) -> None:
+    base = _start(baseline_server, args.port, cert, key)
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, set(os.sched_getaffinity(0)) - {0})
+    client = Client(ca, args.concurrency)
+    print(
+        "| nodes | fleet | layouts | fabric review CPU vs baseline (webhook / baseline) | unannotated"
+        " vs baseline | watch event ms | first review after it ms | ingest us/status"
+        " | review p99 ms during relist | RSS MiB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    try:
+        for i, (nodes, shape) in enumerate(args.fleets):
+            port = args.port + 1 + i
+            t0 = time.perf_counter()
+            proc = _start(fabric_server, port, cert, key, nodes, shape, review(0, realistic_pod()))
+            build = time.perf_counter() - t0
+            try:
+                m = await measure(args, client, args.port, port, nodes)
+            finally:
+                proc.terminate()
+            print(_row(nodes, shape, m) + f" <!-- start {build:.1f} s -->", flush=True)
+    finally:
+        await client.session.close()
+        base.terminate()
+
+
+def _fleets(text: str) -> list[tuple[int, str]]:
+    out = []
+    for item in text.split(","):
+        n, _, shape = item.partition(":")
+        if shape not in ("alike", "distinct"):
+            raise argparse.ArgumentTypeError(f"{item!r}: expected NODES:alike or NODES:distinct")
+        out.append((int(n), shape))
+    return out
+
+
+CURVE = ",".join(f"{n}:{s}" for n in (100, 1000, 5000, 20000) for s in ("alike", "distinct"))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--port", type=int, default=18443)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="the two target fleets, short bursts")
+    parser.add_argument(
+        "--fleets", type=_fleets, default=None, help=f"NODES:SHAPE,... (default {CURVE})"
+    )
+    parser.add_argument(
+        "--requests", type=int, default=None, help="reviews per burst (default 2000; quick 500)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="interleaved rounds (default 3; quick 2)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="concurrent connections (default 16)"
+    )
+    parser.add_argument(
+        "--relist-from",
+        type=int,
+        default=20000,
+        help="relist test from this many nodes (default 20000)",
+    )
+    parser.add_argument("--port", type=int, default=18443, help="first port (default 18443)")
     args = parser.parse_args()
+    args.fleets = args.fleets or _fleets("5000:alike,20000:distinct" if args.quick else CURVE)
+    args.requests = args.requests or (500 if args.quick else 2000)
+    args.rounds = args.rounds or (2 if args.quick else 3)
     now = dt.datetime.now(dt.UTC)
     with tempfile.TemporaryDirectory() as tmp:
         ca = make_ca("bench-ca", now)
@@ -240,48 +309,11 @@ def main() -> int:
         cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
         cert.write_bytes(serving.cert_pem)
         key.write_bytes(serving.key_pem)
-        ready = mp.Event()
-        proc = mp.Process(
-            target=server,
-            args=(args.port, str(cert), str(key), args.nodes, ready, None),
-            daemon=True,
+        print(
+            f"server pinned to CPU 0, load on the others; {args.requests} reviews x {args.rounds} rounds per "
+            f"point, concurrency {args.concurrency}; baseline: bare aiohttp + same TLS, parses the review, allows"
         )
-        proc.start()
-        if not ready.wait(120):
-            print("server did not start", file=sys.stderr)
-            return 1
-        if len(os.sched_getaffinity(0)) > 1:
-            os.sched_setaffinity(0, set(os.sched_getaffinity(0)) - {0})
-        elapsed, lat = asyncio.run(
-            load(args.port, ca.cert_pem.decode(), args.requests, args.concurrency)
-        )
-
-        async def stats() -> dict[str, Any]:
-            import aiohttp
-
-            ctx = ssl.create_default_context(cadata=ca.cert_pem.decode())
-            async with (
-                aiohttp.ClientSession() as s,
-                s.get(f"https://localhost:{args.port}/bench-stats", ssl=ctx) as r,
-            ):
-                return dict(await r.json())
-
-        st = asyncio.run(stats())
-        proc.terminate()
-    lat.sort()
-    print(
-        f"{args.requests} reviews, concurrency {args.concurrency}, {st['nodes']} GpuNodeStatus "
-        f"in cache ({st['groups']} distinct layouts), server pinned to 1 core"
-    )
-    print(f"throughput: {args.requests / elapsed:.0f} reviews/s (target >= 1000)")
-    print(
-        f"server time: p50 {st['p50'] * 1000:.2f} ms, p99 {st['p99'] * 1000:.2f} ms (target p99 <= 5 ms)"
-    )
-    print(
-        f"client latency (TLS, loopback): p50 {statistics.median(lat) * 1000:.2f} ms, "
-        f"p99 {lat[int(len(lat) * 0.99)] * 1000:.2f} ms"
-    )
-    print(f"server RSS: {st['rss'] / 2**20:.1f} MiB (target <= 300 MB)")
+        asyncio.run(run(args, ca.cert_pem.decode(), str(cert), str(key)))
     return 0
 
 

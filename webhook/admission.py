@@ -8,7 +8,6 @@ from typing import Any, Literal
 from webhook import review as rv
 from webhook.cache import FabricCache
 from webhook.groups.admit import admit_group
-from webhook.patch import diff
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, has_fabric_annotations, requirements
 
@@ -48,7 +47,7 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
     if group.problems:
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
     decision = mutate(pod, req, cache.groups(), settings)
-    ops = diff(pod, decision.pod) + group.ops  # disjoint paths: gate and label vs the rest
+    ops = decision.ops + group.ops  # disjoint paths: gate and label vs the rest
     warnings = decision.warnings + group.warnings
     outcome: Outcome = "warned" if warnings else "mutated" if ops else "untouched"
     return Answer(rv.allowed(uid, ops, warnings), outcome)

@@ -1,5 +1,6 @@
-"""The in-memory view the webhook answers from: node records grouped by label set, and GpuClaim
-specs. Filled by watches (webhook/kube.py) or by files (mutate/explain), never by a request.
+"""The in-memory view the webhook answers from: each node's layout (counted in a Fleet only while
+its Node exists) and GpuClaim specs. Filled by watches (webhook/kube.py) or by files
+(mutate/explain), never by a request.
 """
 
 from __future__ import annotations
@@ -10,93 +11,67 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.labels import labels_for
-from common.model import DISTANCE_ORDER, NodeStatus
 from common.wire import WireError
+from webhook.fleet import Fleet, Group, Layout
+from webhook.ingest import layout_of
+
+__all__ = ["FabricCache", "Group", "NodeRecord", "record_from_status"]
+
+# A relist runs in a watch thread beside the event loop that answers reviews. The GIL would let
+# the loop in only every 5 ms (the switch interval), several times per review; a short real sleep
+# every few statuses (well under a millisecond of work) hands it over at once instead.
+_YIELD_EVERY = 16
+_YIELD_SECONDS = 0.0001
 
 
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     name: str
-    labels: tuple[tuple[str, str], ...]  # the gpufabric.io labels the labeler gives this node
-    usable_hcas: tuple[str, ...]
-    gdr_level: str  # worst GPU -> nearest usable HCA distance on the node ("" if none)
+    layout: Layout
 
     @property
-    def profile(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], str]:
-        return (self.labels, self.usable_hcas, self.gdr_level)
+    def labels(self) -> tuple[tuple[str, str], ...]:
+        """The gpufabric.io labels the labeler gives this node."""
+        return tuple(sorted(self.layout.labels.items()))
 
+    @property
+    def usable_hcas(self) -> tuple[str, ...]:
+        return self.layout.usable_hcas
 
-@dataclass(frozen=True, slots=True)
-class Group:
-    """Nodes that look identical to the webhook; placement is decided per group, not per node."""
-
-    labels: Mapping[str, str]
-    usable_hcas: tuple[str, ...]
-    gdr_level: str
-    nodes: tuple[str, ...]
-
-
-class GroupSet(tuple[Group, ...]):
-    """The cache's groups at one moment, with memoized expression results (see placement)."""
-
-    memo: dict[Any, tuple[bool | None, ...]]
+    @property
+    def gdr_level(self) -> str:
+        return self.layout.gdr_level
 
 
 def record_from_status(name: str, status: Mapping[str, Any]) -> NodeRecord:
-    parsed = NodeStatus.from_dict(status)
-    usable = set(parsed.summary.usable_hcas)
-    worst = ""
-    for gpu in parsed.gpus:
-        near = [h.distance for h in gpu.nearest_hcas if h.name in usable]
-        if near:
-            d = min(near, key=DISTANCE_ORDER.__getitem__)
-            if not worst or DISTANCE_ORDER[d] > DISTANCE_ORDER[worst]:
-                worst = d
-    return NodeRecord(
-        name=name,
-        labels=tuple(sorted(labels_for(parsed.summary).items())),
-        usable_hcas=parsed.summary.usable_hcas,
-        gdr_level=worst,
-    )
+    return NodeRecord(name, layout_of(status))
 
 
 @dataclass
 class FabricCache:
-    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)  # statuses of existing Nodes
     claims: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     nodes_synced: bool = False
     claims_synced: bool = False
     updated: float = field(default_factory=time.monotonic)
-    _groups: dict[Any, set[str]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _snapshot: GroupSet | None = None
     rejected: dict[str, str] = field(default_factory=dict)  # node -> why its status was unusable
     # Statuses whose Node is known to be gone: kept (the Node may come back) but never counted.
     absent: dict[str, NodeRecord] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _fleet: Fleet = field(init=False)
     _existing: set[str] | None = None  # None until the Node list arrives: every status counts
     _gone: set[str] = field(default_factory=set)  # Nodes deleted before the first Node list
+
+    def __post_init__(self) -> None:
+        self._fleet = Fleet(self._lock)
 
     @property
     def synced(self) -> bool:
         return self.nodes_synced and self.claims_synced
 
-    def groups(self) -> GroupSet:
-        snap = self._snapshot
-        if snap is None:
-            with self._lock:
-                snap = GroupSet(
-                    Group(dict(key[0]), key[1], key[2], tuple(sorted(names)))
-                    for key, names in sorted(self._groups.items(), key=lambda kv: str(kv[0]))
-                    if names
-                )
-                snap.memo = {}
-                self._snapshot = snap
-        return snap
-
-    def _touch(self) -> None:
-        self._snapshot = None
-        self.updated = time.monotonic()
+    def groups(self) -> Fleet:
+        """The live fleet placement asks (see webhook.fleet)."""
+        return self._fleet
 
     def _counts(self, name: str) -> bool:
         if self._existing is None:
@@ -104,16 +79,18 @@ class FabricCache:
         return name in self._existing
 
     def _place(self, name: str, record: NodeRecord | None) -> None:
-        """Set (or drop, for None) a node's record, counting it only if its Node exists."""
+        """Set (or drop, for None) a node's record, counting it only if its Node exists.
+        Callers hold the lock."""
+        fleet = self._fleet
         old = self.nodes.pop(name, None)
         if old is not None:
-            self._groups.get(old.profile, set()).discard(name)
+            fleet.remove(name, old.layout)
         self.absent.pop(name, None)
         if record is None:
             return
         if self._counts(name):
+            record = NodeRecord(name, fleet.add(name, record.layout))
             self.nodes[name] = record
-            self._groups.setdefault(record.profile, set()).add(name)
         else:
             self.absent[name] = record
 
@@ -126,13 +103,31 @@ class FabricCache:
             return
         self.rejected.pop(name, None)
         with self._lock:
-            self._place(name, record)
-            self._touch()
+            if self.nodes.get(name) != record or name in self.absent:
+                self._place(name, record)
+            self.updated = time.monotonic()
 
     def delete_node(self, name: str) -> None:
         with self._lock:
             self._place(name, None)
-            self._touch()
+            self.updated = time.monotonic()
+
+    def replace_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
+        """A relist: applied as the difference, so reviews meanwhile see either the old or the
+        new status of each node (never an emptied cache) and unchanged nodes cost no update."""
+        seen: set[str] = set()
+        for i, (name, status) in enumerate(statuses):
+            seen.add(name)
+            self.put_node(name, status)
+            if i % _YIELD_EVERY == _YIELD_EVERY - 1:
+                time.sleep(_YIELD_SECONDS)
+        with self._lock:
+            for name in [n for n in (*self.nodes, *self.absent) if n not in seen]:
+                self._place(name, None)
+            self.updated = time.monotonic()
+        for name in [n for n in self.rejected if n not in seen]:
+            del self.rejected[name]
+        self.nodes_synced = True
 
     def replace_existing_nodes(self, names: Iterable[str]) -> None:
         """The full set of Nodes that exist (a Node relist): only their statuses count from now."""
@@ -140,8 +135,9 @@ class FabricCache:
             self._existing = set(names)
             self._gone.clear()
             for name, record in [*self.nodes.items(), *self.absent.items()]:
-                self._place(name, record)
-            self._touch()
+                if self._counts(name) != (name in self.nodes):
+                    self._place(name, record)
+            self.updated = time.monotonic()
 
     def node_exists(self, name: str, exists: bool) -> None:
         """One Node appeared (exists=True) or was deleted (False)."""
@@ -158,17 +154,7 @@ class FabricCache:
             record = self.nodes.get(name) or self.absent.get(name)
             if record is not None:
                 self._place(name, record)
-            self._touch()
-
-    def replace_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
-        with self._lock:
-            self.nodes.clear()
-            self.absent.clear()
-            self._groups.clear()
-            self._touch()
-        for name, status in statuses:
-            self.put_node(name, status)
-        self.nodes_synced = True
+            self.updated = time.monotonic()
 
     def put_claim(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
         self.claims[(namespace, name)] = spec

@@ -53,6 +53,18 @@ def from_configmap(configmap: Mapping[str, Any] | None, namespace: str, name: st
     return check(text, where)
 
 
+def volume() -> dict[str, Any]:
+    field = f"metadata.annotations['{ANNOTATION}']"
+    return {
+        "name": VOLUME,
+        "downwardAPI": {"items": [{"path": FILE, "fieldRef": {"fieldPath": field}}]},
+    }
+
+
+def mount() -> dict[str, Any]:
+    return {"name": VOLUME, "mountPath": MOUNT, "readOnly": True}
+
+
 def inject(pod: dict[str, Any], containers: list[dict[str, Any]], policy: str) -> None:
     """Add the policy annotation, its downwardAPI volume, the mounts and the env (in place)."""
     meta = pod.setdefault("metadata", {})
@@ -62,17 +74,11 @@ def inject(pod: dict[str, Any], containers: list[dict[str, Any]], policy: str) -
     annotations.setdefault(ANNOTATION, policy)
     volumes = pod.setdefault("spec", {}).setdefault("volumes", [])
     if not any(v.get("name") == VOLUME for v in volumes):
-        field = f"metadata.annotations['{ANNOTATION}']"
-        volumes.append(
-            {
-                "name": VOLUME,
-                "downwardAPI": {"items": [{"path": FILE, "fieldRef": {"fieldPath": field}}]},
-            }
-        )
+        volumes.append(volume())
     for c in containers:
         mounts = c.setdefault("volumeMounts", [])
         if not any(m.get("name") == VOLUME or m.get("mountPath") == MOUNT for m in mounts):
-            mounts.append({"name": VOLUME, "mountPath": MOUNT, "readOnly": True})
+            mounts.append(mount())
         env = c.setdefault("env", [])
         if not any(e.get("name") == ENV for e in env):  # the user's own value always wins
             env.append({"name": ENV, "value": f"{MOUNT}/{FILE}"})

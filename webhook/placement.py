@@ -7,19 +7,16 @@ are ORed; a new term would loosen the pod). Preferred -> weighted preferred term
 
 from __future__ import annotations
 
-import copy
-import json
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from common import api
-from common.model import DISTANCE_ORDER
 from webhook import cufile
-from webhook.cache import Group
+from webhook.fleet import KEY_INDEX, Cond, Fleet, Group, Query
+from webhook.podedit import REQUIRED, Expr, PodEdit
 from webhook.requirements import Requirements
-
-Expr = dict[str, Any]  # a NodeSelectorRequirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +38,20 @@ class Need:
 class Plan:
     required: tuple[Need, ...]
     preferred: tuple[tuple[int, tuple[Need, ...]], ...]
+    conds: tuple[Cond, ...] = ()  # the required expressions in Query form
 
 
 @dataclass
 class Decision:
     pod: dict[str, Any]
+    ops: list[dict[str, Any]] = field(default_factory=list)  # JSONPatch: original -> pod
     warnings: list[str] = field(default_factory=list)
-    candidates: tuple[Group, ...] = ()
+    fleet: Fleet | None = None
+
+    @property
+    def candidates(self) -> tuple[Group, ...]:
+        """The layouts the final pod admits, with their nodes (O(layouts): explain, tests)."""
+        return admitted(self.pod, self.fleet) if self.fleet is not None else ()
 
 
 def _gt(key: str, at_least: int) -> Expr:
@@ -58,7 +62,10 @@ def _in(key: str, *values: str) -> Expr:
     return {"key": key, "operator": "In", "values": list(values)}
 
 
+@functools.lru_cache(maxsize=256)
 def plan(req: Requirements) -> Plan:
+    """What the requirements ask of a node (memoized: Requirements is a frozen value; callers
+    copy the expressions before putting them in a pod)."""
     required: list[Need] = []
     preferred: list[tuple[int, tuple[Need, ...]]] = []
     gpus = max(req.gpus, 1)
@@ -101,7 +108,8 @@ def plan(req: Requirements) -> Plan:
     elif req.cufile == "preferred":
         preferred.append((20, (Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage"),)))
     preferred.append((10, (Need(_in(api.LABEL_FABRIC_HEALTH, "ok"), "a healthy fabric"),)))
-    return Plan(tuple(required), tuple(preferred))
+    conds = tuple(c for n in required if (c := _cond(n.expr)) is not None)
+    return Plan(tuple(required), tuple(preferred), conds)
 
 
 def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
@@ -129,168 +137,134 @@ def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
     return False
 
 
-def _results(expr: Mapping[str, Any], groups: Sequence[Group]) -> tuple[bool | None, ...]:
-    """matches() of one expression over all groups, memoized on the cache's GroupSet."""
-    memo: dict[Any, tuple[bool | None, ...]] | None = getattr(groups, "memo", None)
-    key = (expr.get("key"), expr.get("operator"), tuple(map(str, expr.get("values") or ())))
-    if memo is not None and key in memo:
-        return memo[key]
-    out = tuple(matches(expr, g.labels) for g in groups)
-    if memo is not None:
-        memo[key] = out
-    return out
+def _cond(expr: Any) -> Cond | None:
+    """An expression on one of our summary labels in Query form; None for any other key (the
+    webhook cannot judge it, so it counts as met: candidates are then a superset, which is the
+    safe side for "usable on every node the affinity admits")."""
+    if not isinstance(expr, dict):
+        return None
+    key = expr.get("key")
+    if key not in KEY_INDEX:
+        return None
+    values = expr.get("values") or ()
+    return (str(key), str(expr.get("operator")), tuple(str(v) for v in values))
 
 
-def _required_terms(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
+    """The part of the pod's required node affinity and nodeSelector that our labels decide,
+    with `extra` ANDed into every term (what mutate is about to add), canonical (sorted,
+    deduplicated, absorbed) so that alike pods ask the same question."""
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    base = set(extra)
+    base.update((str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX)
+    terms: list[frozenset[Cond]] = []
+    for term in _required_terms(pod):
+        exprs = (term.get("matchExpressions") or []) if isinstance(term, dict) else []
+        terms.append(frozenset(base.union(c for c in map(_cond, exprs) if c is not None)))
+    if not terms:
+        return (tuple(sorted(base)),)
+    kept: list[frozenset[Cond]] = []
+    for t in sorted(set(terms), key=len):  # a term that holds more than another adds nothing
+        if not any(k <= t for k in kept):
+            kept.append(t)
+    return tuple(sorted(tuple(sorted(t)) for t in kept))
+
+
+def _required_terms(pod: Mapping[str, Any]) -> list[Any]:
     aff = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-    req = aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    req = aff.get(REQUIRED) or {}
     return list(req.get("nodeSelectorTerms") or [])
 
 
-def admitted(pod: Mapping[str, Any], groups: Sequence[Group]) -> tuple[Group, ...]:
+def _fleet(groups: Fleet | Sequence[Group]) -> Fleet:
+    return groups if isinstance(groups, Fleet) else Fleet.of_groups(groups)
+
+
+def admitted(pod: Mapping[str, Any], groups: Fleet | Sequence[Group]) -> tuple[Group, ...]:
     """Groups the pod's required node affinity (and nodeSelector) admits.
 
-    Unknown label keys count as met: the result is then a superset of the real candidates, which is
-    the safe side for "usable on every node the affinity admits".
+    Keys other than our summary labels count as met (see _cond).
     """
-    terms = _required_terms(pod)
-    ok = [True] * len(groups)
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    for k, v in selector.items():
-        if str(k).startswith(api.LABEL_PREFIX):
-            for i, hit in enumerate(_results({"key": k, "operator": "In", "values": [v]}, groups)):
-                ok[i] = ok[i] and bool(hit)
-    if terms:
-        any_term = [False] * len(groups)
-        for term in terms:
-            term_ok = [True] * len(groups)
-            for expr in term.get("matchExpressions") or []:
-                for i, hit in enumerate(_results(expr, groups)):
-                    if hit is False:
-                        term_ok[i] = False
-            any_term = [a or t for a, t in zip(any_term, term_ok, strict=True)]
-        ok = [a and b for a, b in zip(ok, any_term, strict=True)]
-    return tuple(g for g, keep in zip(groups, ok, strict=True) if keep)
+    return _fleet(groups).groups(query_of(pod))
 
 
-def _add_required(pod: dict[str, Any], exprs: Sequence[Expr]) -> None:
-    spec = pod.setdefault("spec", {})
-    node_aff = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    req = node_aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    terms = req.setdefault("nodeSelectorTerms", [])
-    if not terms:
-        terms.append({"matchExpressions": []})
-    for term in terms:
-        have = term.setdefault("matchExpressions", [])
-        for expr in exprs:
-            if expr not in have:
-                have.append(copy.deepcopy(expr))
+def _narrowed(hcas: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(h for h in hcas if h in preferred) if preferred else hcas
 
 
-def _add_preferred(pod: dict[str, Any], weight: int, exprs: Sequence[Expr]) -> None:
-    node_aff = pod.setdefault("spec", {}).setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    prefs = node_aff.setdefault("preferredDuringSchedulingIgnoredDuringExecution", [])
-    term = {"weight": weight, "preference": {"matchExpressions": [copy.deepcopy(e) for e in exprs]}}
-    if term not in prefs:
-        prefs.append(term)
-
-
-def _gpu_containers(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-    containers = list((pod.get("spec") or {}).get("containers") or [])
-    with_gpu = [
-        c
-        for c in containers
-        if ((c.get("resources") or {}).get("limits") or {}).get(api.GPU_RESOURCE)
-        not in (None, "0", 0)
-    ]
-    return with_gpu or containers
-
-
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
-    env = container.setdefault("env", [])
-    if not any(e.get("name") == name for e in env):  # the user's own value always wins
-        env.append({"name": name, "value": value})
-
-
-def _common_hcas(groups: Sequence[Group], preferred: tuple[str, ...]) -> tuple[str, ...]:
-    if not groups:
-        return ()
-    common = set(groups[0].usable_hcas)
-    for g in groups[1:]:
-        common &= set(g.usable_hcas)
-    if preferred:
-        common &= set(preferred)
-    order = {n: i for i, n in enumerate(groups[0].usable_hcas)}
-    return tuple(sorted(common, key=lambda n: order.get(n, 0)))
-
-
-def _unmet(plan_: Plan, groups: Sequence[Group]) -> list[str]:
+def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
     """Which requirement no node meets (for the warning), best effort."""
-    lacking = [n.why for n in plan_.required if not any(matches(n.expr, g.labels) for g in groups)]
+    lacking = [
+        n.why
+        for n in plan_.required
+        if (c := _cond(n.expr)) is not None and not fleet.candidates(((c,),)).nodes
+    ]
     if lacking:
         return lacking
     return ["all of: " + "; ".join(n.why for n in plan_.required)] if plan_.required else []
 
 
 def mutate(
-    pod: Mapping[str, Any], req: Requirements, groups: Sequence[Group], settings: Settings
+    pod: Mapping[str, Any],
+    req: Requirements,
+    groups: Fleet | Sequence[Group],
+    settings: Settings,
 ) -> Decision:
-    out: dict[str, Any] = json.loads(json.dumps(pod))  # a deep copy, several times faster
+    fleet = _fleet(groups)
+    edit = PodEdit(pod)
     p = plan(req)
     warnings: list[str] = []
     if p.required:
-        _add_required(out, [n.expr for n in p.required])
+        edit.add_required([n.expr for n in p.required])
     for weight, needs in p.preferred:
-        _add_preferred(out, weight, [n.expr for n in needs])
-    candidates = admitted(out, groups)
-    if not candidates:
-        unmet = "; ".join(_unmet(p, groups)) or "the pod's own node affinity"
+        edit.add_preferred(weight, [n.expr for n in needs])
+    query = query_of(pod, p.conds)
+    found = fleet.candidates(query)
+    if not found.nodes:
+        unmet = "; ".join(_unmet(p, fleet)) or "the pod's own node affinity"
         warnings.append(f"gpufabric: no node currently satisfies: {unmet}")
+    gdr_level = found.gdr_level
 
-    containers = _gpu_containers(out)
+    containers = edit.gpu_containers()
     if (
         req.rdma
         and settings.inject_nccl_ib_hca
         and any(
-            not any(e.get("name") == "NCCL_IB_HCA" for e in c.get("env") or []) for c in containers
+            not any(e.get("name") == "NCCL_IB_HCA" for e in c.get("env") or [])
+            for c, _, _ in containers
         )
     ):
-        hcas = _common_hcas(candidates, req.preferred_hcas)
-        if not hcas and candidates and req.rdma == "required":
-            # No one list is right everywhere: pin the pod to the most common HCA layout.
-            by_profile: dict[str, list[Group]] = {}
-            for g in candidates:
-                by_profile.setdefault(g.labels.get(api.LABEL_HCA_PROFILE, ""), []).append(g)
-            ranked = sorted(
-                by_profile.items(),
-                key=lambda kv: (-sum(len(g.nodes) for g in kv[1]), kv[0]),
+        hcas = _narrowed(found.common_hcas, req.preferred_hcas)
+        pin = None
+        if not hcas and found.nodes and req.rdma == "required":
+            # No one list is right everywhere: take the list the most common layout offers and
+            # keep every node on which all of it is usable (one or more hca-profiles).
+            pin = fleet.pin(query, req.preferred_hcas)
+        if pin is not None:
+            hcas, gdr_level = pin.hcas, pin.gdr_level
+            edit.add_required([_in(api.LABEL_HCA_PROFILE, *pin.profiles)])
+            warnings.append(
+                f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
+                f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
+                f"{','.join(pin.hcas)} are usable"
             )
-            for profile, members in ranked:
-                hcas = _common_hcas(members, req.preferred_hcas)
-                if hcas:
-                    _add_required(out, [_in(api.LABEL_HCA_PROFILE, profile)])
-                    candidates = admitted(out, groups)
-                    warnings.append(
-                        "gpufabric: nodes differ in usable HCAs; pinned to "
-                        f"{api.LABEL_HCA_PROFILE}={profile} "
-                        f"({sum(len(g.nodes) for g in members)} nodes)"
-                    )
-                    break
         if hcas:
             for c in containers:
-                _set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))
-        elif candidates:
+                edit.set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))
+        elif found.nodes:
             warnings.append(
                 "gpufabric: NCCL_IB_HCA not set: no HCA list is usable on every node "
                 "this pod may run on"
             )
-    if req.cufile and settings.cufile_policy:
-        cufile.inject(out, containers, settings.cufile_policy)
-    if req.rdma and settings.inject_nccl_tuning and candidates:
-        levels = [g.gdr_level for g in candidates if g.gdr_level]
-        if levels:
-            worst = max(levels, key=DISTANCE_ORDER.__getitem__)
-            # NCCL has no NODE level: its PHB means "same NUMA node".
-            for c in containers:
-                _set_env(c, "NCCL_NET_GDR_LEVEL", "PHB" if worst == "NODE" else worst)
-    return Decision(pod=out, warnings=warnings, candidates=candidates)
+    if req.cufile and settings.cufile_policy:  # by value: see webhook.cufile
+        edit.annotate(cufile.ANNOTATION, settings.cufile_policy)
+        edit.add_volume(cufile.volume())
+        for c in containers:
+            edit.add_mount(c, cufile.mount())
+            edit.set_env(c, cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}")
+    if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
+        # NCCL has no NODE level: its PHB means "same NUMA node".
+        for c in containers:
+            edit.set_env(c, "NCCL_NET_GDR_LEVEL", "PHB" if gdr_level == "NODE" else gdr_level)
+    return Decision(pod=edit.pod, ops=edit.ops, warnings=warnings, fleet=fleet)

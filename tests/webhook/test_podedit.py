@@ -1,0 +1,77 @@
+"""The JSONPatch mutate records while editing rebuilds exactly the pod it returns."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.webhook.test_placement_properties import caches, pods
+from webhook.cache import FabricCache
+from webhook.patch import diff
+from webhook.placement import Settings, mutate, plan, query_of
+from webhook.podedit import PREFERRED, REQUIRED
+from webhook.requirements import Invalid, requirements
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod=pods(), cache=caches(), tuning=st.booleans(), bare=st.sampled_from(["", "spec", "env"]))
+def test_recorded_ops_rebuild_the_mutated_pod(
+    pod: dict[str, Any], cache: FabricCache, tuning: bool, bare: str
+) -> None:
+    if bare == "spec":  # no affinity and no volumes: whole objects are added
+        pod["spec"] = {"containers": pod["spec"]["containers"]}
+    elif bare == "env":
+        for c in pod["spec"]["containers"]:
+            c.pop("env", None)
+    try:
+        req = requirements(pod, "ns", cache.claim)
+    except Invalid:
+        return
+    original = copy.deepcopy(pod)
+    decision = mutate(pod, req, cache.groups(), Settings("cufile", tuning))
+    assert pod == original
+    assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
+    assert jsonpatch.apply_patch(pod, diff(pod, decision.pod)) == decision.pod
+    assert all(op["op"] == "add" for op in decision.ops)
+    if not any("pinned" in w for w in decision.warnings):
+        # mutate asks the fleet before editing: the question is the edited pod's
+        assert query_of(pod, plan(req).conds) == query_of(decision.pod)
+
+
+def test_a_pod_without_spec_gets_one_added() -> None:
+    pod = {"metadata": {"annotations": {"gpufabric.io/rdma": "required"}}}
+    cache = FabricCache()
+    decision = mutate(pod, requirements(pod, "ns", cache.claim), cache.groups(), Settings())
+    assert [op["path"] for op in decision.ops] == ["/spec"]
+    assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"affinity": {}},
+        {"affinity": {"nodeAffinity": {}}},
+        {"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": []}}}},
+        {"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{}]}}}},
+        {"affinity": {"nodeAffinity": {PREFERRED: []}}, "volumes": []},
+        {"affinity": None, "volumes": None},
+    ],
+)
+def test_partial_affinity_shapes(spec: dict[str, Any]) -> None:
+    pod = {
+        "metadata": {
+            "annotations": {"gpufabric.io/rdma": "required", "gpufabric.io/cufile": "required"}
+        },
+        "spec": {"containers": [{"name": "c", "env": []}], **spec},
+    }
+    cache = FabricCache()
+    original = copy.deepcopy(pod)
+    decision = mutate(pod, requirements(pod, "ns", cache.claim), cache.groups(), Settings("cf"))
+    assert pod == original
+    assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
+    assert jsonpatch.apply_patch(pod, diff(pod, decision.pod)) == decision.pod

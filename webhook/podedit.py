@@ -1,0 +1,182 @@
+"""A writable copy of a pod and the JSONPatch that turns the original into it, built together.
+
+The mutation only adds: keys to objects and items at the end of lists. `PodEdit` copies just the
+dicts and lists on the paths it may write (metadata.annotations, spec, the node affinity down to
+each term's matchExpressions, containers with their env and volumeMounts, volumes); the rest is
+shared with the original, which is never changed. Each edit records one JSONPatch "add", except inside an
+object the edit itself created: that object's own op carries it (ops hold the live objects and
+are serialized after the last edit). So no diff of the whole pod is needed; patch.diff computes
+the same pod from the outside, and the property tests hold the two to each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from common import api
+
+Expr = dict[str, Any]  # a NodeSelectorRequirement
+Node = tuple[Any, str, bool]  # (dict or list in the new pod, its JSON pointer, created here)
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _copied(obj: Any, *lists: str) -> Any:
+    """A dict copied with the named list members copied (shallow); anything else as it is."""
+    if not isinstance(obj, dict):
+        return obj
+    out = dict(obj)
+    for key in lists:
+        if isinstance(out.get(key), list):
+            out[key] = list(out[key])
+    return out
+
+
+def _writable(pod: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(pod)
+    if isinstance(pod.get("metadata"), dict):
+        out["metadata"] = meta = dict(pod["metadata"])
+        if isinstance(meta.get("annotations"), dict):
+            meta["annotations"] = dict(meta["annotations"])
+    if not isinstance(pod.get("spec"), dict):
+        return out
+    spec = out["spec"] = dict(pod["spec"])
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        affinity = spec["affinity"] = dict(affinity)
+        node = affinity.get("nodeAffinity")
+        if isinstance(node, dict):
+            node = affinity["nodeAffinity"] = dict(node)
+            required = node.get(REQUIRED)
+            if isinstance(required, dict):
+                required = node[REQUIRED] = dict(required)
+                if isinstance(required.get("nodeSelectorTerms"), list):
+                    required["nodeSelectorTerms"] = [
+                        _copied(t, "matchExpressions") for t in required["nodeSelectorTerms"]
+                    ]
+            if isinstance(node.get(PREFERRED), list):
+                node[PREFERRED] = list(node[PREFERRED])
+    if isinstance(spec.get("containers"), list):
+        spec["containers"] = [_copied(c, "env", "volumeMounts") for c in spec["containers"]]
+    if isinstance(spec.get("volumes"), list):
+        spec["volumes"] = list(spec["volumes"])
+    return out
+
+
+def _escape(key: str) -> str:
+    if "~" in key or "/" in key:
+        return key.replace("~", "~0").replace("/", "~1")
+    return key
+
+
+def copy_expr(expr: Expr) -> Expr:
+    return {**expr, "values": list(expr["values"])} if "values" in expr else dict(expr)
+
+
+class PodEdit:
+    def __init__(self, pod: Mapping[str, Any]) -> None:
+        self.pod = _writable(pod)
+        self.ops: list[dict[str, Any]] = []
+        self.root: Node = (self.pod, "", False)
+        # Objects this edit created (alive in self.pod, so their ids stay unique): an edit that
+        # reaches one again by another path must not record an op its creator's op carries.
+        self._created: set[int] = set()
+        self._spec: Node | None = None
+        self._node_affinity: Node | None = None
+
+    def get(self, at: Node, key: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Node:
+        """The member `key` of the object at `at`, created (empty, of `kind`) when absent."""
+        obj, path, fresh = at
+        sub = f"{path}/{_escape(key)}"
+        value = obj.get(key)
+        if value is not None:
+            return (value, sub, fresh or id(value) in self._created)
+        value = obj[key] = kind()
+        self._created.add(id(value))
+        if not fresh:
+            self.ops.append({"op": "add", "path": sub, "value": value})
+        return (value, sub, True)
+
+    def append(self, at: Node, item: Any) -> Node:
+        items, path, fresh = at
+        items.append(item)
+        self._created.add(id(item))
+        sub = f"{path}/{len(items) - 1}"
+        if not fresh:
+            self.ops.append({"op": "add", "path": sub, "value": item})
+        return (item, sub, True)
+
+    def items(self, at: Node) -> Iterator[Node]:
+        items, path, fresh = at
+        for i, item in enumerate(items):
+            yield (item, f"{path}/{i}", fresh or id(item) in self._created)
+
+    def spec(self) -> Node:
+        if self._spec is None:
+            self._spec = self.get(self.root, "spec", dict)
+        return self._spec
+
+    def node_affinity(self) -> Node:
+        if self._node_affinity is None:
+            affinity = self.get(self.spec(), "affinity", dict)
+            self._node_affinity = self.get(affinity, "nodeAffinity", dict)
+        return self._node_affinity
+
+    def add_required(self, exprs: Sequence[Expr]) -> None:
+        """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod)."""
+        required = self.get(self.node_affinity(), REQUIRED, dict)
+        terms = self.get(required, "nodeSelectorTerms", list)
+        if not terms[0]:
+            self.append(terms, {"matchExpressions": []})
+        for term in self.items(terms):
+            have = self.get(term, "matchExpressions", list)
+            for expr in exprs:
+                if expr not in have[0]:
+                    self.append(have, copy_expr(expr))
+
+    def add_preferred(self, weight: int, exprs: Sequence[Expr]) -> None:
+        prefs = self.get(self.node_affinity(), PREFERRED, list)
+        term = {"weight": weight, "preference": {"matchExpressions": [copy_expr(e) for e in exprs]}}
+        if term not in prefs[0]:
+            self.append(prefs, term)
+
+    def gpu_containers(self) -> list[Node]:
+        """The containers that ask for GPUs (all of them when none does)."""
+        containers = list(self.items(self.get(self.spec(), "containers", list)))
+        with_gpu = [
+            c
+            for c in containers
+            if ((c[0].get("resources") or {}).get("limits") or {}).get(api.GPU_RESOURCE)
+            not in (None, "0", 0)
+        ]
+        return with_gpu or containers
+
+    def set_env(self, container: Node, name: str, value: str) -> None:
+        env = self.get(container, "env", list)
+        if not any(e.get("name") == name for e in env[0]):  # the user's own value always wins
+            self.append(env, {"name": name, "value": value})
+
+    def annotate(self, key: str, value: str) -> None:
+        """Set an annotation unless the pod has it already (then the pod's own value stays)."""
+        meta = self.get(self.root, "metadata", dict)
+        annotations = self.get(meta, "annotations", dict)
+        if key not in annotations[0]:
+            annotations[0][key] = value
+            if not annotations[2]:
+                self.ops.append(
+                    {"op": "add", "path": f"{annotations[1]}/{_escape(key)}", "value": value}
+                )
+
+    def add_volume(self, volume: dict[str, Any]) -> None:
+        volumes = self.get(self.spec(), "volumes", list)
+        if not any(v.get("name") == volume["name"] for v in volumes[0]):
+            self.append(volumes, volume)
+
+    def add_mount(self, container: Node, mount: dict[str, Any]) -> None:
+        mounts = self.get(container, "volumeMounts", list)
+        if not any(
+            m.get("name") == mount["name"] or m.get("mountPath") == mount["mountPath"]
+            for m in mounts[0]
+        ):
+            self.append(mounts, mount)
