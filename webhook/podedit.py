@@ -3,10 +3,10 @@
 The mutation only adds: keys to objects and items at the end of lists. `PodEdit` copies just the
 dicts and lists on the paths it may write (metadata.annotations, spec, the node affinity down to
 each term's matchExpressions, containers with their env and volumeMounts, volumes); the rest is
-shared with the original, which is never changed. Each edit records one JSONPatch "add", except inside an
-object the edit itself created: that object's own op carries it (ops hold the live objects and
-are serialized after the last edit). So no diff of the whole pod is needed; patch.diff computes
-the same pod from the outside, and the property tests hold the two to each other.
+shared with the original, which is never changed. Each edit records one JSONPatch "add", except
+inside an object the edit itself created: that object's own op carries it (ops hold the live
+objects and are serialized after the last edit). So no diff of the whole pod is needed;
+patch.diff computes the same pod from the outside, and the property tests hold the two together.
 """
 
 from __future__ import annotations
