@@ -11,10 +11,9 @@ import errno
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.config import RunConfig, build_parser
+from agent.cli import build_parser
 from common.logs import configure
 
 if TYPE_CHECKING:
@@ -89,6 +88,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from agent.probe import probe_node
 
     if args.snapshot:
+        from pathlib import Path
+
         snap = gather.load(Path(args.snapshot))
         reader = snap.reader()
         backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
@@ -105,6 +106,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_gather(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from agent import gather
     from agent.nvml import SnapshotNvml, snapshot_of
     from agent.probe import probe_node
@@ -139,6 +142,7 @@ def cmd_gather(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from agent.config import RunConfig
     from agent.hca_select import split_patterns
     from agent.runner import run_forever
     from common.cli import UsageError

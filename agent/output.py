@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agent.assemble import Assembled
-from agent.config import FORMATS
+from agent.cli import FORMATS
 from common import api
 from common.labels import labels_for
 

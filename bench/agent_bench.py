@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Agent benchmarks: probe latency on the HGX H100 fixture, status size, steady-state writes, RSS.
+"""Agent benchmarks, each a ratio against a bare baseline measured in the same run, interleaved.
 
-    .venv/bin/python bench/agent_bench.py [--runs 300] [--soak-seconds 600]
+    .venv/bin/python bench/agent_bench.py [--runs 300] [--proc-runs 20] [--soak-seconds 600]
+    .venv/bin/python bench/agent_bench.py --src /tmp/old-checkout   # the same bench, older code
 
-Targets (issue 2): probe median <= 20 ms; status <= 16 KiB; 0 writes across 1,000 unchanged probes
-and 1 after a port goes down; RSS of the running loop <= 80 MB after 10 minutes.
+Targets (issue 10): in-process probe of hgx-h100 <= 4 ms median; `probe --from hgx-h100.tar.gz -o
+json` as a process <= 150 ms; `gpufabric-agent --help` <= 100 ms. Baselines: a bare walk that
+reads the same host files with plain open()/read() and lists the same directories; `python -c
+pass` for a process. Absolute numbers on a shared machine swing 2x; the ratios do not.
+Also (issue 2): status <= 16 KiB; 0 writes across 1,000 unchanged probes, 1 after a port goes
+down; RSS of the running loop <= 80 MB after 10 minutes (--soak-seconds).
 """
 
 from __future__ import annotations
@@ -12,72 +17,152 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import psutil  # noqa: E402
-
-from agent.assemble import Options  # noqa: E402
-from agent.gather import open_snapshot  # noqa: E402
-from agent.host import HostReader  # noqa: E402
-from agent.nvml import SnapshotNvml  # noqa: E402
-from agent.output import canonical_json, status_object  # noqa: E402
-from agent.probe import ProbeConfig, probe_node  # noqa: E402
-from agent.publish import RecordingPublisher  # noqa: E402
-from agent.runner import Agent  # noqa: E402
-from agent.udev import QueueSource  # noqa: E402
-
 FIXTURE = ROOT / "tests" / "fixtures" / "hosts" / "hgx-h100.tar.gz"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument(
-        "--soak-seconds",
-        type=float,
-        default=60.0,
-        help="how long to run the daemon loop for the RSS figure (target: 600)",
-    )
-    args = parser.parse_args()
+def interleaved(
+    cases: dict[str, Callable[[], object]], rounds: int, warmup: int = 5
+) -> dict[str, list[float]]:
+    """Milliseconds per call, the cases taking turns so load swings hit all of them alike."""
+    for fn in cases.values():
+        for _ in range(warmup):
+            fn()
+    out: dict[str, list[float]] = {name: [] for name in cases}
+    gc.collect()
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            t = time.perf_counter()
+            fn()
+            out[name].append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def bare_walk(root: Path, files: list[str], dirs: list[str]) -> Callable[[], None]:
+    """The least work that reads what the probe reads: open/read every file, list every dir."""
+    paths = [f"{root}{p}" for p in files]
+    dir_paths = [f"{root}{d}" for d in dirs]
+
+    def walk() -> None:
+        for d in dir_paths:
+            os.listdir(d)
+        for p in paths:
+            with open(p, "rb") as fh:
+                fh.read()
+
+    return walk
+
+
+def row(name: str, samples: list[float], base: list[float], target: str) -> str:
+    med, ref = statistics.median(samples), statistics.median(base)
+    p90 = sorted(samples)[int(len(samples) * 0.9)]
+    return f"| {name} | {med:.2f} ms (p90 {p90:.2f}) | {ref:.2f} ms | {med / ref:.2f}x | {target} |"
+
+
+def in_process(src: Path, runs: int) -> list[str]:
+    from agent.gather import open_snapshot
+    from agent.host import HostReader
+    from agent.nvml import SnapshotNvml
+    from agent.probe import ProbeConfig, probe_node
+
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        snap = open_snapshot(FIXTURE, Path(tmp))
+        nvml = SnapshotNvml(snap.nvml)
+        cfg = ProbeConfig()
+        recorder = HostReader(snap.root, record=True)
+        probe_node(recorder, nvml, cfg)
+        assert recorder.recording is not None
+        files = sorted(recorder.recording.files)
+        dirs = sorted(recorder.recording.dirs)
+        reader = HostReader(snap.root)
+        cases: dict[str, Callable[[], object]] = {
+            "probe": lambda: probe_node(reader, nvml, cfg),
+            "bare": bare_walk(Path(snap.root), files, dirs),
+        }
+        try:
+            from agent.gather import load
+
+            memory = load(FIXTURE).reader()
+            cases["memory"] = lambda: probe_node(memory, nvml, cfg)
+        except ImportError:  # older checkouts have no in-memory snapshot
+            pass
+        ms = interleaved(cases, runs)
+        lines.append(
+            f"(hgx-h100: {len(files)} files read, {len(dirs)} directories listed; {runs} rounds)"
+        )
+        lines.append(row("probe in-process (host dir)", ms["probe"], ms["bare"], "<= 4 ms"))
+        if "memory" in ms:
+            lines.append(row("probe in-process (archive in memory)", ms["memory"], ms["bare"], ""))
+    return lines
+
+
+def processes(src: Path, runs: int) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    # An installed package has its bytecode compiled; a source checkout run with
+    # PYTHONDONTWRITEBYTECODE recompiles every module on every start. Measure the installed case.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="gpufabric-pyc-")
+    py = sys.executable
+    entry = "import sys; from agent.__main__ import main; sys.exit(main())"  # = console script
+    commands = {
+        "pass": [py, "-c", "pass"],
+        "json": [py, "-c", entry, "probe", "--from", str(FIXTURE), "-o", "json"],
+        "help": [py, "-c", entry, "--help"],
+    }
+
+    def runner(cmd: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(cmd, env=env, cwd=src, stdout=subprocess.DEVNULL, check=True)
+
+    ms = interleaved({k: runner(v) for k, v in commands.items()}, runs, warmup=2)
+    return [
+        f"(process wall time; baseline `python -c pass`; {runs} rounds)",
+        row("`probe --from hgx-h100.tar.gz -o json`", ms["json"], ms["pass"], "<= 150 ms"),
+        row("`gpufabric-agent --help`", ms["help"], ms["pass"], "<= 100 ms"),
+    ]
+
+
+def steady_state(soak_seconds: float) -> list[str]:
+    import psutil
+
+    from agent.assemble import Assembled, Options
+    from agent.gather import open_snapshot
+    from agent.host import HostReader
+    from agent.nvml import SnapshotNvml
+    from agent.output import canonical_json, status_object
+    from agent.probe import ProbeConfig, probe_node
+    from agent.publish import RecordingPublisher
+    from agent.runner import Agent
+    from agent.udev import QueueSource
+
+    lines = []
     with tempfile.TemporaryDirectory() as tmp:
         snap = open_snapshot(FIXTURE, Path(tmp))
         reader = HostReader(snap.root)
         nvml = SnapshotNvml(snap.nvml)
         cfg = ProbeConfig()
-        for _ in range(20):
-            probe_node(reader, nvml, cfg)
-        times = []
-        gc.collect()
-        for _ in range(args.runs):
-            t = time.perf_counter()
-            result = probe_node(reader, nvml, cfg)
-            times.append((time.perf_counter() - t) * 1000)
-        times.sort()
+        result = probe_node(reader, nvml, cfg)
         size = len(canonical_json(status_object("hgx-h100", result)).encode())
-        print(
-            f"probe hgx-h100: median {statistics.median(times):.2f} ms, "
-            f"p90 {times[int(len(times) * 0.9)]:.2f} ms, min {times[0]:.2f} ms "
-            f"({args.runs} runs; target median <= 20 ms)"
-        )
-        print(f"status JSON size: {size} bytes = {size / 1024:.1f} KiB (target <= 16 KiB)")
-
+        lines.append(f"status JSON size: {size} bytes = {size / 1024:.1f} KiB (target <= 16 KiB)")
         publisher = RecordingPublisher()
 
-        def prober(opts: Options):  # type: ignore[no-untyped-def]
+        def prober(opts: Options) -> Assembled:
             return probe_node(reader, nvml, cfg, opts)
 
         agent = Agent("hgx-h100", prober, publisher)
         agent.cycle("start")
         for _ in range(1000):
             agent.cycle("resync")
-        print(
+        lines.append(
             f"steady state: {len(publisher.applied) - 1} writes across 1,000 unchanged probes "
             "(target 0)"
         )
@@ -87,23 +172,60 @@ def main() -> int:
         before = len(publisher.applied)
         for _ in range(10):
             agent.cycle("udev")
-        print(f"after a port goes down: {len(publisher.applied) - before} write(s) (target 1)")
-
-        async def soak() -> int:
-            stop = asyncio.Event()
-            task = asyncio.create_task(agent.run(QueueSource(), stop, resync=0.05, debounce=0.5))
-            await asyncio.sleep(args.soak_seconds)
-            stop.set()
-            await task
-            return int(psutil.Process().memory_info().rss)
-
-        cycles_before = agent.metrics.applies.labels(outcome="unchanged")._value.get()
-        rss = asyncio.run(soak())
-        cycles = agent.metrics.applies.labels(outcome="unchanged")._value.get() - cycles_before
-        print(
-            f"daemon loop RSS after {args.soak_seconds:.0f} s ({cycles:.0f} probe cycles at a "
-            f"20/s resync): {rss / 2**20:.1f} MiB (target <= 80 MB after 10 minutes)"
+        lines.append(
+            f"after a port goes down: {len(publisher.applied) - before} write(s) (target 1)"
         )
+        if soak_seconds > 0:
+
+            async def soak() -> int:
+                stop = asyncio.Event()
+                task = asyncio.create_task(
+                    agent.run(QueueSource(), stop, resync=0.05, debounce=0.5)
+                )
+                await asyncio.sleep(soak_seconds)
+                stop.set()
+                await task
+                return int(psutil.Process().memory_info().rss)
+
+            rss = asyncio.run(soak())
+            lines.append(
+                f"daemon loop RSS after {soak_seconds:.0f} s at a 20/s resync: "
+                f"{rss / 2**20:.1f} MiB (target <= 80 MB after 10 minutes)"
+            )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=300, help="in-process rounds (default 300)")
+    parser.add_argument("--proc-runs", type=int, default=20, help="process rounds (default 20)")
+    parser.add_argument(
+        "--soak-seconds",
+        type=float,
+        default=0.0,
+        help="run the daemon loop this long for the RSS figure (default 0: skip; target 600)",
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=ROOT,
+        help="checkout whose agent code to measure (default: this one), for before/after",
+    )
+    parser.add_argument("--only", choices=["probe", "process", "steady"], help="one part only")
+    args = parser.parse_args()
+    sys.path.insert(0, str(args.src.resolve()))
+    print("| measurement | median | baseline | ratio | target |")
+    print("|---|---|---|---|---|")
+    lines: list[str] = []
+    if args.only in (None, "probe"):
+        lines += in_process(args.src, args.runs)
+    if args.only in (None, "process"):
+        lines += processes(args.src.resolve(), args.proc_runs)
+    for line in lines:
+        print(line)
+    if args.only in (None, "steady"):
+        for line in steady_state(args.soak_seconds):
+            print(line)
     return 0
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.__main__ import main
-from agent.config import build_parser
+from agent.cli import build_parser
 from tests.agent.test_host_reader import build_host
 from tests.conftest import FIXTURES
 
