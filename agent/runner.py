@@ -12,6 +12,7 @@ import contextlib
 import logging
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 Prober = Callable[[Options], Assembled]
 DEFAULT_BACKOFF = Backoff()
+UNKNOWN = "<unknown>"  # the Node's uid before the API server has told us
 
 
 class Agent:
@@ -58,12 +60,40 @@ class Agent:
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.previous: dict[str, Condition] = {}
         self.published: str | None = None  # canonical JSON the API server holds
+        self.published_for: str | None = UNKNOWN  # the Node uid that copy is owned by
+        self.node_uid: str | None = UNKNOWN  # None: the Node does not exist (do not publish)
         self.failures = 0
+        self._queue: asyncio.Queue[str] | None = None
+
+    def node_seen(self, uid: str | None) -> bool:
+        """What the Node watch (or a read) says: its uid, or None once it is deleted. A status
+        is owned by its Node, so the garbage collector deletes it with the Node; while the Node
+        is gone nothing is published, and a Node created again gets the status re-created."""
+        if uid == self.node_uid:
+            return False
+        if uid is None:
+            log.warning(
+                "node does not exist; not publishing until it does", extra={"node": self.node}
+            )
+        elif self.node_uid is None:
+            log.info("node exists again; publishing", extra={"node": self.node, "uid": uid})
+        self.node_uid = uid
+        return True
+
+    def node_event(self, uid: str | None) -> None:
+        """From the Node watch, on the event loop: a changed Node triggers a cycle."""
+        if self.node_seen(uid) and self._queue is not None:
+            self._queue.put_nowait("node")
 
     def adopt_existing(self) -> None:
         """Take the API server's copy as the starting point, so a restart writes nothing new."""
         try:
+            self.node_seen(self.publisher.node_uid(self.node))
+        except PublishError as err:
+            log.warning("cannot read the Node; its watch will tell", extra={"error": str(err)})
+        try:
             existing = self.publisher.current(self.node)
+            owner = self.publisher.owner_of(self.node) if existing else UNKNOWN
         except PublishError as err:
             log.warning("cannot read existing status", extra={"error": str(err)})
             return
@@ -76,9 +106,14 @@ class Agent:
             return
         self.previous = {c.type: c for c in status.conditions}
         self.published = canonical_json(status.to_dict())
+        self.published_for = owner
 
     def cycle(self, reason: str) -> bool:
         """Probe and publish if changed. Returns False when the publish failed (retry later)."""
+        owner = self.node_uid
+        if owner is None:
+            self.metrics.applies.labels(outcome="no-node").inc()
+            return True
         started = time.perf_counter()
         result = self.prober(
             Options(
@@ -94,19 +129,19 @@ class Agent:
         self.metrics.observe_status(status)
         body = status.to_dict()
         text = canonical_json(body)
-        if text == self.published:
+        if text == self.published and owner == self.published_for:
             self.metrics.applies.labels(outcome="unchanged").inc()
             self.metrics.last_success.set(time.time())
             self.failures = 0
             return True
         try:
-            self.publisher.apply(self.node, body)
+            self.publisher.apply(self.node, body, None if owner == UNKNOWN else owner)
         except PublishError as err:
             self.failures += 1
             self.metrics.applies.labels(outcome="failed").inc()
             log.warning("apply failed", extra={"error": str(err), "failures": self.failures})
             return False
-        self.published = text
+        self.published, self.published_for = text, owner
         self.failures = 0
         self.metrics.applies.labels(outcome="applied").inc()
         self.metrics.last_success.set(time.time())
@@ -126,6 +161,7 @@ class Agent:
         health: Health | None = None,
     ) -> None:
         queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queue = queue
 
         async def pump() -> None:
             async for event in events.events():
@@ -159,6 +195,8 @@ class Agent:
         if get not in done:
             return "stop" if stopper in done else ("resync" if self.failures == 0 else "retry")
         first = get.result()
+        if first == "node":
+            return "node"  # the Node came or went: no hardware burst to wait out
         # Debounce: wait until no event arrived for `debounce` seconds (a udev storm is one probe),
         # but never longer than 10x debounce so a flapping device cannot starve the re-probe.
         deadline = time.monotonic() + 10 * debounce
@@ -174,7 +212,7 @@ class Agent:
 
 
 async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
-    from agent.kube import KubePublisher
+    from agent.kube import KubePublisher, watch_node
     from common.kube import load_api_client
 
     reader = HostReader(config.host_root)
@@ -191,7 +229,8 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
     metrics = AgentMetrics()
     health = Health(max_age=max(60.0, 3 * config.resync_seconds))
     server = serve(config.metrics_port, metrics, health)
-    publisher = KubePublisher(load_api_client(config.kubeconfig))
+    api_client = load_api_client(config.kubeconfig)
+    publisher = KubePublisher(api_client)
     agent = Agent(
         config.node_name,
         prober,
@@ -215,6 +254,18 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    node_stop = threading.Event()
+    threading.Thread(
+        target=watch_node,
+        args=(
+            api_client,
+            config.node_name,
+            lambda uid: loop.call_soon_threadsafe(agent.node_event, uid),
+            node_stop,
+        ),
+        name="node-watch",
+        daemon=True,
+    ).start()
     log.info(
         "agent started",
         extra={
@@ -226,6 +277,7 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
     await agent.run(
         events, stop, resync=config.resync_seconds, debounce=config.debounce_seconds, health=health
     )
+    node_stop.set()
     server.shutdown()
     log.info("agent stopped")
     return 0

@@ -188,6 +188,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-agent") == [
         (("gpufabric.io",), ("gpunodestatuses",), (), ("create", "get", "patch")),
         (("gpufabric.io",), ("gpunodestatuses/status",), (), ("get", "patch")),
+        (("",), ("nodes",), (), ("get", "list", "watch")),
     ]
     assert rules("ClusterRole", "gpufabric-webhook") == [
         (("gpufabric.io",), ("gpunodestatuses", "gpuclaims"), (), ("list", "watch")),

@@ -79,11 +79,50 @@ def test_restart_adopts_the_servers_copy_and_writes_nothing(
     host: tuple[Path, dict[str, object]],
 ) -> None:
     publisher = RecordingPublisher()
-    make_agent(*host, publisher).cycle("start")
+    first = make_agent(*host, publisher)
+    first.adopt_existing()  # as run_forever does: it also learns the Node's uid
+    first.cycle("start")
     again = make_agent(*host, publisher)
     again.adopt_existing()
     again.cycle("start")
     assert len(publisher.applied) == 1
+
+
+def test_status_is_owned_by_its_node_and_an_unowned_one_is_adopted_once(
+    host: tuple[Path, dict[str, object]],
+) -> None:
+    """Issue 7 item 7: the garbage collector removes a status only if its Node owns it."""
+    publisher = RecordingPublisher()
+    make_agent(*host, publisher).cycle("start")  # an agent that never read its Node (old one)
+    assert publisher.owners["node-a"] is None
+    again = make_agent(*host, publisher)
+    again.adopt_existing()
+    for _ in range(3):
+        again.cycle("resync")
+    assert publisher.owners["node-a"] == "uid-node-a"
+    assert len(publisher.applied) == 2  # one more write, to add the owner; then none
+
+
+def test_deleted_node_stops_publishing_and_a_recreated_node_gets_its_status_back(
+    host: tuple[Path, dict[str, object]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 11: the agent of a deleted Node kept publishing; issue 7: its status lived on."""
+    publisher = RecordingPublisher()
+    agent = make_agent(*host, publisher)
+    agent.adopt_existing()
+    assert agent.cycle("start")
+    agent.node_seen(None)  # Node DELETED on the watch
+    publisher.collect("node-a")  # the garbage collector removes the status it owned
+    take_port_down(host[0], "mlx5_4")  # even a real change is not published meanwhile
+    for reason in ("udev", "resync", "resync"):
+        assert agent.cycle(reason)
+    assert len(publisher.applied) == 1 and "node-a" not in publisher.stored
+    assert "node does not exist; not publishing until it does" in caplog.text
+    agent.node_seen("uid-2")  # created again: a new uid
+    assert agent.cycle("node")
+    assert publisher.owners["node-a"] == "uid-2"
+    assert publisher.stored["node-a"]["summary"]["rdmaPorts"] == 7
+    assert agent.cycle("resync") and len(publisher.applied) == 2
 
 
 def test_outage_loses_no_update(host: tuple[Path, dict[str, object]]) -> None:
