@@ -507,6 +507,8 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     agent.applies.labels(outcome="applied").inc()
     hook.outcomes.labels(outcome="mutated").inc()
     hook.labeler_applies.labels(outcome="applied").inc()
+    hook.watch_stale.labels(watch="nodes").set(0)
+    hook.leader.labels(lease="gpufabric-labeler").set(1)
     hook.decided("leaf", "placed", 0.001)
     hook.group_free_gpus.labels(level="leaf").set(8)
     hook.group_fragmentation.labels(level="leaf").set(0.5)
