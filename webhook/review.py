@@ -145,62 +145,81 @@ def _is_requirement(value: object) -> bool:
     )
 
 
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else "a string"
+
+
 def pod_problems(pod: dict[str, Any]) -> list[str]:
     """Fields the webhook reads or extends that do not have their Kubernetes type, named by path.
 
     The API server decodes a pod into its typed struct before admission, so a real review never
-    has these; checking them once here lets every later step index the pod without guarding.
+    has these (nor an explicit null: empty fields are left out); checking them once here lets every
+    later step index and extend the pod without guarding.
     """
     out: list[str] = []
 
-    def check(where: str, value: object, ok: bool, what: str) -> None:
-        if value is not None and not ok:
-            out.append(f"{where} is not {what}")
+    def check(parent: dict[str, Any], key: str, where: str, ok: Any, what: str) -> Any:
+        """parent[key] when present and of the right type, else None (and a problem if present)."""
+        if key not in parent:
+            return None
+        value = parent[key]
+        if value is None or not ok(value):
+            out.append(f"{where} is {_json_type(value)}, not {what}")
+            return None
+        return value
 
-    meta = pod.get("metadata")
-    check("metadata", meta, _is_map(meta), "an object")
-    if isinstance(meta, dict):
-        ann = meta.get("annotations")
-        check("metadata.annotations", ann, _is_map(ann, True), "a map of strings")
-        ns = meta.get("namespace")
-        check("metadata.namespace", ns, isinstance(ns, str), "a string")
-    spec = pod.get("spec")
-    check("spec", spec, _is_map(spec), "an object")
-    if not isinstance(spec, dict):
+    def obj(value: object) -> bool:
+        return _is_map(value)
+
+    def strings(value: object) -> bool:
+        return _is_map(value, True)
+
+    meta = check(pod, "metadata", "metadata", obj, "an object")
+    if meta is not None:
+        check(meta, "annotations", "metadata.annotations", obj, "an object")
+        check(meta, "labels", "metadata.labels", strings, "a map of strings")
+        check(meta, "namespace", "metadata.namespace", lambda v: isinstance(v, str), "a string")
+    spec = check(pod, "spec", "spec", obj, "an object")
+    if spec is None:
         return out
-    sel = spec.get("nodeSelector")
-    check("spec.nodeSelector", sel, _is_map(sel, True), "a map of strings")
-    for key in ("containers", "volumes"):
-        check(f"spec.{key}", spec.get(key), _list_of_maps(spec.get(key)), "a list of objects")
-    for i, c in enumerate(spec.get("containers") or []):
-        if not isinstance(c, dict):
-            continue
+    check(spec, "nodeSelector", "spec.nodeSelector", strings, "a map of strings")
+    for key in ("containers", "volumes", "schedulingGates"):
+        check(spec, key, f"spec.{key}", _list_of_maps, "a list of objects")
+    containers = spec.get("containers")
+    for i, c in enumerate(containers if _list_of_maps(containers) else []):
         where = f"spec.containers[{i}]"
-        res = c.get("resources")
-        check(f"{where}.resources", res, _is_map(res), "an object")
-        limits = res.get("limits") if isinstance(res, dict) else None
-        check(f"{where}.resources.limits", limits, _is_map(limits), "an object")
+        res = check(c, "resources", f"{where}.resources", obj, "an object")
+        if res is not None:
+            check(res, "limits", f"{where}.resources.limits", obj, "an object")
         for key in ("env", "volumeMounts"):
-            check(f"{where}.{key}", c.get(key), _list_of_maps(c.get(key)), "a list of objects")
-    aff = spec.get("affinity")
-    check("spec.affinity", aff, _is_map(aff), "an object")
-    node_aff = aff.get("nodeAffinity") if isinstance(aff, dict) else None
-    check("spec.affinity.nodeAffinity", node_aff, _is_map(node_aff), "an object")
-    if not isinstance(node_aff, dict):
+            check(c, key, f"{where}.{key}", _list_of_maps, "a list of objects")
+    aff = check(spec, "affinity", "spec.affinity", obj, "an object")
+    node_aff = check(aff or {}, "nodeAffinity", "spec.affinity.nodeAffinity", obj, "an object")
+    if node_aff is None:
         return out
     where = "spec.affinity.nodeAffinity."
-    pref = node_aff.get("preferredDuringSchedulingIgnoredDuringExecution")
-    check(where + "preferred…", pref, _list_of_maps(pref), "a list of objects")
-    req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-    check(where + "required…", req, _is_map(req), "an object")
-    terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
-    check(where + "required….nodeSelectorTerms", terms, _list_of_maps(terms), "a list of objects")
-    for i, term in enumerate(terms if isinstance(terms, list) else []):
-        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
-        at = f"{where}required….nodeSelectorTerms[{i}].matchExpressions"
-        check(at, exprs, _list_of_maps(exprs), "a list of objects")
-        for j, e in enumerate(exprs if isinstance(exprs, list) else []):
-            check(f"{at}[{j}]", e, _is_requirement(e), "a requirement {key, operator, values}")
+    pref_key, req_key = (
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    check(node_aff, pref_key, where + pref_key, _list_of_maps, "a list of objects")
+    req = check(node_aff, req_key, where + req_key, obj, "an object")
+    where += req_key + ".nodeSelectorTerms"
+    terms = check(req or {}, "nodeSelectorTerms", where, _list_of_maps, "a list of objects")
+    for i, term in enumerate(terms or []):
+        at = f"{where}[{i}].matchExpressions"
+        exprs = check(term, "matchExpressions", at, _list_of_maps, "a list of objects")
+        for j, e in enumerate(exprs or []):
+            if not _is_requirement(e):
+                out.append(f"{at}[{j}] is not a requirement {{key, operator, values}}")
     return out
 
 

@@ -214,8 +214,8 @@ def test_wrong_types_in_a_fabric_pod_are_denied_naming_the_field() -> None:
     resp = out.body["response"]
     assert resp["allowed"] is False and resp["status"]["code"] == 400
     message = resp["status"]["message"]
-    assert "spec.containers[0].env is not a list of objects" in message
-    assert "nodeSelectorTerms is not a list of objects" in message
+    assert "spec.containers[0].env is an object, not a list of objects" in message
+    assert "nodeSelectorTerms is a string, not a list of objects" in message
     assert "gpufabric.io/rdma-min-ports: 8 is not a string" in message
 
 
