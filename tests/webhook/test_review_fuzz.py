@@ -65,6 +65,7 @@ def put(doc: Any, path: tuple[Any, ...], value: Any) -> None:
 def check_answer(body: bytes, cache: FabricCache = CACHE) -> None:
     out = reply(body, cache, SETTINGS)
     assert out.status in (200, 400)
+    assert out.outcome != "error", "answered by the last resort: a check is missing"
     json.dumps(out.body)  # a JSON body, whatever happened
     if out.status == 400:
         assert set(out.body) == {"error"}
