@@ -110,6 +110,28 @@ def test_the_network_policy_example_narrows_admission_to_the_range_given(tmp_pat
     }
 
 
+def test_another_namespace_example_leaves_no_gpufabric_system_behind(tmp_path: Path) -> None:
+    docs, _ = run_doc(
+        tmp_path,
+        block("REGISTRY="),
+        block("mkdir -p my-gpufabric"),
+        block("cat > my-gpufabric/kustomization.yaml", "namespace: gpu-ops"),
+    )
+    for d in docs:
+        assert "gpufabric-system" not in yaml.safe_dump(d), (d["kind"], d["metadata"]["name"])
+    cert = find(docs, "Certificate", "gpufabric-webhook")
+    assert cert["metadata"]["namespace"] == "gpu-ops"
+    assert cert["spec"]["dnsNames"] == [
+        "gpufabric-webhook.gpu-ops.svc",
+        "gpufabric-webhook.gpu-ops.svc.cluster.local",
+    ]
+    hook = find(docs, "MutatingWebhookConfiguration", "gpufabric-webhook")
+    assert hook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        "gpu-ops/gpufabric-webhook"
+    )
+    assert hook["webhooks"][0]["clientConfig"]["service"]["namespace"] == "gpu-ops"
+
+
 def test_verify_commands_name_objects_and_flags_that_exist() -> None:
     from agent.config import build_parser
 
