@@ -59,7 +59,6 @@ def test_a_pod_without_spec_gets_one_added() -> None:
         {"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": []}}}},
         {"affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{}]}}}},
         {"affinity": {"nodeAffinity": {PREFERRED: []}}, "volumes": []},
-        {"affinity": None, "volumes": None},
     ],
 )
 def test_partial_affinity_shapes(spec: dict[str, Any]) -> None:
@@ -75,3 +74,16 @@ def test_partial_affinity_shapes(spec: dict[str, Any]) -> None:
     assert pod == original
     assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
     assert jsonpatch.apply_patch(pod, diff(pod, decision.pod)) == decision.pod
+
+
+def test_explicit_nulls_in_extended_fields_are_denied_by_path() -> None:
+    # The API server never sends these (it drops empty fields); a review that has them is answered
+    # by the rules, naming each field, instead of being patched blindly (issue 11).
+    pod = {
+        "metadata": {"annotations": {"gpufabric.io/rdma": "required"}},
+        "spec": {"containers": [{"name": "c"}], "affinity": None, "volumes": None},
+    }
+    with pytest.raises(Invalid) as err:
+        requirements(pod, "ns", FabricCache().claim)
+    assert "spec.affinity is null" in str(err.value)
+    assert "spec.volumes is null" in str(err.value)
