@@ -159,13 +159,12 @@ def watch_node(
             items = data.get("items") or []
             on_uid(str(items[0]["metadata"]["uid"]) if items else None)
             failures = 0
-            for event in watch.Watch().stream(
+            for event in watch.Watch(return_type="object").stream(
                 core.list_node,
                 field_selector=selector,
                 resource_version=str(data["metadata"]["resourceVersion"]),
                 allow_watch_bookmarks=True,
                 timeout_seconds=_WATCH_SECONDS,
-                deserialize=False,
                 _headers={"Accept": _META_WATCH},
                 _request_timeout=(5, _WATCH_SECONDS + 30),
             ):

@@ -99,14 +99,13 @@ def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
                 return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
-        w = watch.Watch()
+        w = watch.Watch(return_type="object")  # dicts; ERROR events still raise
         try:
             for event in w.stream(
                 core.list_node,
                 resource_version=version,
                 allow_watch_bookmarks=True,
                 timeout_seconds=_WATCH_SECONDS,
-                deserialize=False,
                 _headers={"Accept": _META_WATCH},
                 _request_timeout=_WATCH_READ_TIMEOUT,
             ):
@@ -121,8 +120,17 @@ def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
 
 class KubeNodeApi:
     def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
-        self.nodes = DynamicClient(api_client).resources.get(api_version="v1", kind="Node")
+        self._nodes: Any = None
+
+    @property
+    def nodes(self) -> Any:
+        # Discovery on first use, not at start: serve must come up while the API server is down.
+        if self._nodes is None:
+            dyn = DynamicClient(self.api_client)
+            self._nodes = dyn.resources.get(api_version="v1", kind="Node")
+        return self._nodes
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         try:

@@ -1,0 +1,140 @@
+"""The Node metadata list/watch (webhook) and the agent's own-Node watch, through the real
+kubernetes client over loopback HTTP: the PartialObjectMetadata Accept headers, paging, a
+chunked watch stream with a BOOKMARK, and an expired watch (HTTP 200 + ERROR 410, as captured in
+../shared/reference/k8s-wire/watch/watch-410-too-old-rv.jsonl)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from kubernetes import client
+
+from agent.kube import watch_node
+from webhook.kube import node_list_watch
+from webhook.watch import Gone
+
+WIRE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "k8s-wire" / "watch"
+
+
+def meta(name: str, uid: str, rv: str) -> dict[str, Any]:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"name": name, "uid": uid, "resourceVersion": rv, "labels": {"a": "b"}},
+    }
+
+
+class Stub:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, list[str]], str]] = []
+        self.watch_lines: list[bytes] = []
+
+
+@pytest.fixture
+def stub() -> Iterator[tuple[Stub, client.ApiClient]]:
+    state = Stub()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            q = parse_qs(url.query)
+            state.requests.append((url.path, q, self.headers.get("Accept", "")))
+            if q.get("watch") == ["true"]:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for line in state.watch_lines:
+                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            if q.get("continue") == ["page2"]:
+                body = {"metadata": {"resourceVersion": "50"}, "items": [meta("n2", "u2", "41")]}
+            elif "fieldSelector" in q:
+                body = {"metadata": {"resourceVersion": "50"}, "items": [meta("n1", "u1", "40")]}
+            else:
+                body = {
+                    "metadata": {"resourceVersion": "50", "continue": "page2"},
+                    "items": [meta("n1", "u1", "40")],
+                }
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield state, client.ApiClient(cfg)
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def test_node_list_watch_asks_for_metadata_pages_and_streams_events(
+    stub: tuple[Stub, client.ApiClient],
+) -> None:
+    state, api_client = stub
+    lister, watcher = node_list_watch(api_client)
+    items, version = lister()
+    assert [i["metadata"]["name"] for i in items] == ["n1", "n2"]
+    assert version == "50"
+    assert all("as=PartialObjectMetadataList" in accept for _, _, accept in state.requests)
+    state.watch_lines = [
+        line("ADDED", meta("n3", "u3", "51")),
+        line("BOOKMARK", {"kind": "PartialObjectMetadata", "metadata": {"resourceVersion": "60"}}),
+        line("DELETED", meta("n1", "u1", "61")),
+    ]
+    events = list(watcher(version))
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK", "DELETED"]
+    assert events[0]["object"]["metadata"]["uid"] == "u3"
+    _, query, accept = state.requests[-1]
+    assert "as=PartialObjectMetadata;" in accept
+    assert query["resourceVersion"] == ["50"] and query["allowWatchBookmarks"] == ["true"]
+
+
+def test_an_expired_node_watch_is_gone(stub: tuple[Stub, client.ApiClient]) -> None:
+    state, api_client = stub
+    state.watch_lines = [(WIRE / "watch-410-too-old-rv.jsonl").read_bytes()]
+    _, watcher = node_list_watch(api_client)
+    with pytest.raises(Gone):
+        list(watcher("1"))
+
+
+def test_the_agent_watches_only_its_own_node_and_reports_its_uid(
+    stub: tuple[Stub, client.ApiClient],
+) -> None:
+    state, api_client = stub
+    state.watch_lines = [
+        line("DELETED", meta("n1", "u1", "51")),
+        line("ADDED", meta("n1", "u9", "52")),
+    ]
+    seen: list[str | None] = []
+    stop = threading.Event()
+
+    def on_uid(uid: str | None) -> None:
+        seen.append(uid)
+        if len(seen) == 3:
+            stop.set()
+
+    watch_node(api_client, "n1", on_uid, stop)
+    assert seen == ["u1", None, "u9"]
+    assert all(q.get("fieldSelector") == ["metadata.name=n1"] for _, q, _ in state.requests)
