@@ -1,0 +1,38 @@
+"""serve's assembly: one Node metadata watch and one GpuNodeStatus watch feed both the admission
+cache and the labeler; each leader-elected worker has its own Lease. No API server is contacted
+(clients are built lazily)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tests.webhook.helpers import golden_statuses
+from webhook.cache import FabricCache
+from webhook.metrics import WebhookMetrics
+from webhook.serve import Serving, add_cache_watches, add_labeler, add_placer
+
+H100 = dict(golden_statuses())["hgx-h100"]
+
+
+def node(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"u-{name}", "labels": {}, "managedFields": []}}
+
+
+def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
+    s = Serving(argparse.Namespace(), None, FabricCache(), WebhookMetrics())
+    add_cache_watches(s)
+    add_labeler(s)
+    add_placer(s)
+    assert sorted(w.name for w in s.watches) == ["gpuclaims", "gpunodestatuses", "nodes"]
+    assert sorted(s.elected) == ["gpufabric-labeler", "gpufabric-placer"]
+    s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
+    s.nodes.listed([node("gpu-1"), node("gpu-2")])
+    assert sorted(s.cache.nodes) == ["gpu-1", "gpu-2"]
+    s.nodes.event("DELETED", node("gpu-2"))
+    assert sorted(s.cache.nodes) == ["gpu-1"]  # a deleted Node's status no longer counts
+    s.nodes.event("ADDED", node("gpu-2"))
+    assert sorted(s.cache.nodes) == ["gpu-1", "gpu-2"]
+    # The labeler saw the same events: both nodes are marked for the leader's first pass.
+    assert s.labeler is not None
+    assert set(s.labeler._pending) == {"gpu-1", "gpu-2"}
