@@ -121,7 +121,6 @@ def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
 class KubeNodeApi:
     def __init__(self, api_client: client.ApiClient) -> None:
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
         self._nodes: Any = None
 
     @property
@@ -131,16 +130,6 @@ class KubeNodeApi:
             dyn = DynamicClient(self.api_client)
             self._nodes = dyn.resources.get(api_version="v1", kind="Node")
         return self._nodes
-
-    def node_labels(self, name: str) -> Mapping[str, str] | None:
-        try:
-            node = self.core.read_node(name, _request_timeout=_TIMEOUT)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-        meta = node.metadata
-        return dict((meta.labels if meta is not None else None) or {})
 
     def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
         body = {

@@ -30,10 +30,6 @@ Extra = Callable[[str], Mapping[str, str]]
 
 
 class NodeApi(Protocol):
-    def node_labels(self, name: str) -> Mapping[str, str] | None:
-        """Current labels of the node (None if the node does not exist)."""
-        ...
-
     def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
         """SSA metadata.labels on the Node as gpufabric-labeler (force)."""
         ...
@@ -88,6 +84,7 @@ class Labeler:
         self.observe = observe
         self.retry_after, self.idle_wait = retry_after, idle_wait
         self._status_labels: dict[str, dict[str, str] | None] = {}  # None: status unreadable
+        self._statuses_listed = False
         self._node_labels: dict[str, dict[str, str]] | None = None  # None: Nodes not listed yet
         self._pending: dict[str, None] = {}  # ordered set of nodes to converge
         self._cond = threading.Condition()
@@ -98,6 +95,7 @@ class Labeler:
         with self._cond:
             gone = set(self._status_labels) - set(fresh)
             self._status_labels = fresh
+            self._statuses_listed = True
             self._mark(set(fresh) | gone)
 
     def status_event(self, kind: str, obj: Obj) -> None:
@@ -146,11 +144,13 @@ class Labeler:
                     self._cond.wait(self.retry_after if failed else self.idle_wait)
 
     def drain(self, stop: threading.Event | None = None) -> bool:
-        """Converge every marked node once. True when an apply failed (it stays marked)."""
+        """Converge every marked node once. True when an apply failed (it stays marked).
+        Nothing happens before both the statuses and the Nodes have been listed: a node whose
+        status has not arrived yet would otherwise lose its labels for a moment."""
         failed = False
         while stop is None or not stop.is_set():
             with self._cond:
-                if not self._pending:
+                if not self._pending or not self._statuses_listed or self._node_labels is None:
                     return failed
                 name = next(iter(self._pending))
                 del self._pending[name]
@@ -173,13 +173,9 @@ class Labeler:
         """Make one node's labels what they should be; returns the outcome."""
         with self._cond:
             want = self._wanted(name)
-            known = self._node_labels
-            have = None if known is None else known.get(name)
+            have = (self._node_labels or {}).get(name)
         if want is None:
             return "skipped"
-        if known is None:
-            current = self.nodes.node_labels(name)
-            have = None if current is None else ours(current)
         if have is None:
             return "no-node"
         if have == want:

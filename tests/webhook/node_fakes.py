@@ -35,10 +35,6 @@ class NodeServer:
         self.fail = 0  # next n applies fail like an unreachable server
 
     # -- NodeApi -----------------------------------------------------------------------------
-    def node_labels(self, name: str) -> Mapping[str, str] | None:
-        node = self.nodes.get(name)
-        return None if node is None else dict(node.labels)
-
     def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
         self.requests.append((name, dict(labels)))
         if self.fail > 0:

@@ -61,6 +61,20 @@ def test_labels_follow_status_add_modify_delete_and_leave_other_labels() -> None
     assert len(server.requests) == 3
 
 
+def test_a_new_leader_writes_nothing_before_both_lists_arrived() -> None:
+    server = NodeServer({"gpu-1": {}})
+    started(server, {"gpu-1": H100})  # the previous leader labeled it
+    sent = len(server.requests)
+    fresh = Labeler(server)  # a new replica whose Node list comes before its status list
+    fresh.nodes_listed(server.list_objects())
+    fresh.resync_all()
+    fresh.drain()
+    assert len(server.requests) == sent  # it would have removed every status label
+    fresh.statuses_listed([status("gpu-1", H100)])
+    converge(fresh, server)
+    assert len(server.requests) == sent and server.nodes["gpu-1"].labels["gpufabric.io/rdma"]
+
+
 def test_steady_state_sends_nothing() -> None:
     server = NodeServer({"gpu-1": {}, "gpu-2": {}, "cpu-1": {}})
     labeler = started(server, {"gpu-1": H100, "gpu-2": P4D})
