@@ -207,7 +207,7 @@ class HostReader:
 
     def resolve(self, host_path: str) -> str | None:
         """Canonical host path with every symlink followed inside the root; None if it loops."""
-        return self._resolve(host_path, 0)
+        return self._dir(host_path.rstrip("/")) if host_path.strip("/") else "/"
 
     def _dir(self, parent: str, hops: int = 0) -> str | None:
         if not parent:

@@ -40,13 +40,18 @@ def _prop(config: Any, key: str, default: bool) -> bool:
 
 
 def _nvidia_fs_version(reader: HostReader) -> str:
-    text = reader.read("/sys/module/nvidia_fs/version")
+    path = "/sys/module/nvidia_fs/version"
+    text = reader.read(path)
     if not text:
-        text = reader.read("/proc/driver/nvidia-fs/version")  # "version: 2.28"
+        path = "/proc/driver/nvidia-fs/version"  # "version: 2.28"
+        text = reader.read(path)
     if not text:
         return "loaded" if reader.exists("/sys/module/nvidia_fs") else ""
     match = _VERSION.search(text)
-    return match.group(1) if match else "loaded"
+    if match is None:
+        reader.note(path, f"no version number: {text[:40]!r}")
+        return "loaded"
+    return match.group(1)
 
 
 def _gds_version(reader: HostReader) -> str:
