@@ -173,7 +173,10 @@ class FabricController:
     def _relevant_keys(self) -> frozenset[str]:
         if self.preset is None or self.preset == "topograph":
             return frozenset()
-        return frozenset(k for level in levels_for(self.preset, {}) for k in level)
+        try:
+            return frozenset(k for level in levels_for(self.preset, {}) for k in level)
+        except SourceError:
+            return frozenset()  # refresh() reports the bad preset in the condition
 
     def _wants(self, key: str) -> bool:
         if self.preset == "topograph":

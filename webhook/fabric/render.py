@@ -64,9 +64,8 @@ def table(fabric: Fabric, positions: Positions | None = None) -> str:
     for spine in fabric.spines:
         lines.append("")
         nodes = sum(len(leaf.nodes) for leaf in spine.leaves)
-        lines.append(
-            f"spine {label_value(spine.id)}  ({len(spine.switches)} switches, {nodes} nodes)"
-        )
+        sw = f"{len(spine.switches)} switches, " if spine.switches else ""
+        lines.append(f"spine {label_value(spine.id)}  ({sw}{nodes} nodes)")
         for i, leaf in enumerate(spine.leaves):
             if i % 4 == 0:
                 lines.append(f"  quad {label_value(leaf.id)}")

@@ -112,3 +112,10 @@ def test_run_relabels_on_change_and_retries_a_failed_publish() -> None:
     assert resyncs == [1] and len(published) == 1 and calls[0] == 2
     assert published[0]["metadata"]["name"] == "cluster"
     assert published[0]["status"]["conditions"][0]["type"] == CONDITION
+
+
+def test_bad_preset_is_a_condition_not_a_crash() -> None:
+    c = FabricController("azure")
+    c.node("n1", {"x": "y"})
+    c.refresh()
+    assert _cond(c)["status"] == "False" and "--topology-labels" in _cond(c)["message"]
