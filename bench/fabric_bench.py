@@ -18,13 +18,16 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
+import logging
 import statistics
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,18 +79,33 @@ def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
     )
 
 
+def _realistic(golden: dict[str, Any], synthetic: dict[str, Any]) -> dict[str, Any]:
+    """The HGX H100 golden status with its compute HCAs' GUIDs replaced by the synthetic ones."""
+    status = copy.deepcopy(golden)
+    guids = iter(h["nodeGuid"] for h in synthetic["hcas"])
+    for hca in status["hcas"]:
+        if hca.get("computeFabric"):
+            hca["nodeGuid"] = next(guids, "")
+            for port in hca.get("ports") or []:
+                port["guid"] = ""
+    return status
+
+
 def bench_labeler(n: int) -> None:
+    from tests.webhook.helpers import golden_statuses
     from tests.webhook.node_fakes import NodeServer
     from webhook.fabric.controller import FabricController
     from webhook.labeler import Labeler
 
+    golden = dict(golden_statuses())["hgx-h100"]
     tree = FatTree(n // 40, 40, rails=8, spines=16, tiers=3, pod_size=4)
-    text, statuses = tree.render()
+    text, synthetic = tree.render()
+    statuses = {name: _realistic(golden, st) for name, st in synthetic.items()}
     objs = [{"metadata": {"name": name}, "status": st} for name, st in statuses.items()]
     server = NodeServer({name: {"kubernetes.io/hostname": name} for name in statuses})
     fabric = FabricController()
     fabric.configmap({"ibnetdiscover": text})
-    fabric.statuses([(name, st) for name, st in statuses.items()])
+    fabric.statuses(list(statuses.items()))
     fabric.refresh()
     labeler = Labeler(server, extra=fabric.labels_for_node)
     labeler.statuses_listed(objs)
@@ -98,7 +116,7 @@ def bench_labeler(n: int) -> None:
     for name, _ in server.requests:
         per_node[name] = per_node.get(name, 0) + 1
     labeled = sum(1 for name in statuses if "gpufabric.io/leaf" in server.nodes[name].labels)
-    # Steady state: the same statuses and nodes again, the same ConfigMap again.
+    # Steady state: the same statuses and nodes listed again, the same ConfigMap read again.
     fabric.configmap({"ibnetdiscover": text})
     changed, _ = fabric.refresh()
     if changed:
@@ -107,9 +125,10 @@ def bench_labeler(n: int) -> None:
     labeler.nodes_listed(server.list_objects())
     labeler.drain()
     steady = len(server.requests) - start
+    most = max(per_node.values(), default=0)
     print(
         f"labeler: {len(statuses)} nodes, {labeled} with network labels; start {start} writes "
-        f"(max {max(per_node.values())} per node), steady state {steady} writes"
+        f"(at most {most} per node), steady state {steady} writes"
     )
 
 
@@ -118,6 +137,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-labeler", action="store_true")
     args = parser.parse_args()
+    logging.disable(logging.WARNING)
     bench_derive(
         "rail-optimized", FatTree(128, 32, rails=8, spines=16, tiers=3, pod_size=4), args.rounds
     )

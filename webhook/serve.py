@@ -157,6 +157,63 @@ def add_labeler(s: Serving) -> None:
     s.labeler = labeler
 
 
+def add_network(s: Serving) -> None:
+    """Network labels (issue 8): the fabric from ConfigMap gpufabric-topology (or existing node
+    labels with --topology-labels) becomes the labeler's extra labels, applied in the same apply as
+    the summary labels. The leader also re-derives and publishes GpuFabric `cluster`."""
+    from webhook.fabric.controller import CONFIGMAP, FabricController, run
+    from webhook.kube import KubeFabricApi, configmap_list_watch
+
+    labeler = s.labeler
+    fabric = FabricController(getattr(s.args, "topology_labels", None))
+    labeler.extra = fabric.labels_for_node
+    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
+
+    def labels(obj: Obj) -> dict[str, str]:
+        return dict((obj.get("metadata") or {}).get("labels") or {})
+
+    s.statuses.subscribe(
+        lambda items: fabric.statuses([(name_of(o), o.get("status")) for o in items]),
+        lambda kind, obj: fabric.status(
+            name_of(obj), None if kind == "DELETED" else obj.get("status")
+        ),
+    )
+
+    def nodes_listed(items: list[Obj]) -> None:
+        for o in items:
+            fabric.node(name_of(o), labels(o))
+
+    s.nodes.subscribe(
+        nodes_listed,
+        lambda kind, obj: fabric.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
+    )
+    s.watches.append(
+        ListWatch(
+            "topology-configmap",
+            *configmap_list_watch(s.api_client, namespace, CONFIGMAP),
+            on_list=lambda items: fabric.configmap(items[0].get("data") if items else None),
+            on_event=lambda kind, obj: fabric.configmap(
+                None if kind == "DELETED" else obj.get("data") or {}
+            ),
+        )
+    )
+    fabrics = KubeFabricApi(s.api_client)
+    label_work = s.elected[LABELER_LEASE]
+
+    def work(stop: threading.Event) -> None:
+        t = threading.Thread(
+            target=run,
+            args=(fabric, stop, labeler.resync_all, fabrics.apply),
+            name="fabric",
+            daemon=True,
+        )
+        t.start()
+        label_work(stop)
+        t.join()
+
+    s.elected[LABELER_LEASE] = work
+
+
 def add_placer(s: Serving) -> None:
     """The group placer: its own Lease, one copy of the work cluster-wide."""
     from webhook.groups.gauges import gauges_every
@@ -233,8 +290,7 @@ async def serve(args: argparse.Namespace) -> int:
     add_cache_watches(s)
     if args.labeler:
         add_labeler(s)
-
-    # Network labels (issue 8) plug in after the labeler: s.labeler.extra, a ConfigMap watch.
+        add_network(s)
 
     if getattr(args, "placer", False):
         add_placer(s)
