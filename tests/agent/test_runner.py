@@ -6,6 +6,7 @@ import asyncio
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,3 +223,38 @@ def test_kube_publisher_turns_a_refusing_or_hung_api_server_into_publish_error()
     hung.close()
     for s in accepted:
         s.close()
+
+
+def test_kube_publisher_sets_the_owner_before_the_status_and_recreates_a_collected_object() -> None:
+    from kubernetes import client
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from agent.kube import KubePublisher
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    exists = {"node-a": True}
+
+    class Endpoint:
+        def __init__(self, sub: str) -> None:
+            self.sub = sub
+
+        def server_side_apply(self, body: dict[str, Any], **kw: Any) -> None:
+            if self.sub == "status" and not exists["node-a"]:
+                raise NotFoundError(type("E", (), {"status": 404, "reason": "NotFound"})())
+            exists["node-a"] = True
+            calls.append((self.sub, body))
+
+    class Resource(Endpoint):
+        status = Endpoint("status")
+
+    publisher = KubePublisher(client.ApiClient())
+    publisher._resource = Resource("object")
+    publisher.apply("node-a", {"summary": {}}, owner="uid-1")
+    publisher.apply(
+        "node-a", {"summary": {"gpuCount": 8}}, owner="uid-1"
+    )  # owner known: status only
+    exists["node-a"] = False  # the Node was deleted and the collector removed the status
+    publisher.apply("node-a", {"summary": {}}, owner="uid-2")
+    assert [sub for sub, _ in calls] == ["object", "status", "status", "object", "status"]
+    ref = calls[3][1]["metadata"]["ownerReferences"]
+    assert ref == [{"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-2"}]

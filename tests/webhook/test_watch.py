@@ -113,3 +113,23 @@ def test_a_broken_watch_stream_relists_after_a_short_pause() -> None:
     lw.run(stop, wait=lambda s: t.__setitem__(0, t[0] + s))
     assert lw.errors == 2
     assert all(b - a <= 1.0 for a, b in itertools.pairwise(lists))
+
+
+async def test_readyz_stays_ready_but_names_a_stale_watch(aiohttp_client: Any) -> None:
+    from tests.webhook.helpers import golden_cache
+    from webhook.placement import Settings
+    from webhook.server import WATCHES_KEY, make_app
+
+    now = [100.0]
+    lw = ListWatch("gpunodestatuses", lambda: ([], "1"), lambda v: iter(()), print, print)
+    lw.clock = lambda: now[0]
+    app = make_app(golden_cache(), Settings())
+    app[WATCHES_KEY] = [lw]
+    client = await aiohttp_client(app)
+    assert await (await client.get("/readyz")).text() == "ready\n"
+    lw.failing_since = 58.0  # the watch broke 42 s ago
+    r = await client.get("/readyz")
+    assert r.status == 200  # the last good cache still answers
+    assert await r.text() == (
+        "ready\nstale: gpunodestatuses watch failing for 42s; serving the last good cache\n"
+    )
