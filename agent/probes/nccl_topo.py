@@ -194,12 +194,14 @@ def parse(
         chosen, note = _pick_host(hosts, present)
         problems.append(f"{path}: {len(hosts)} hosts in one file; {note}")
     b = _Builder(path)
+    topo_cpus: list[TopoCpu] = []
     for i, cpu in enumerate(chosen):
         numa_text = cpu.get("numaid", "-1")
         numa = _int(numa_text)
         if numa is None:
             raise NcclTopoError(f"{path}: cpu numaid {numa_text!r} is not an integer")
         info = TopoCpu(f"topo-cpu{i}", numa, mask_to_cpulist(cpu.get("affinity", "")))
+        topo_cpus.append(info)
         b.walk(cpu, info, ())
     if not b.devices:
         raise NcclTopoError(f"{path}: no PCI devices under any <cpu>")
@@ -209,15 +211,11 @@ def parse(
     twice = sorted({n for n in numas if n is not None and numas.count(n) > 1})
     if twice:
         problems.append(f"{path}: several <cpu> with numaid {', '.join(twice)} (host bridges)")
-    topo_cpus = tuple(
-        TopoCpu(f"topo-cpu{i}", _int(c.get("numaid")) or 0, mask_to_cpulist(c.get("affinity", "")))
-        for i, c in enumerate(chosen)
-    )
     return NcclTopo(
         path=path,
         devices=b.devices,
         bridges=frozenset(b.bridges),
-        cpus=topo_cpus,
+        cpus=tuple(topo_cpus),
         gpus=b.gpus,
         problems=tuple(problems),
     )

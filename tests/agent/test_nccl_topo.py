@@ -128,3 +128,13 @@ def test_nvlink_between_gpus_from_the_file() -> None:
     by_bus = {bus: i for i, bus in enumerate(sorted(topo.gpus))}
     assert len(by_bus) == 4
     assert all(nvlink_from_topo(b, topo.gpus[b], by_bus) is None for b in by_bus)
+
+
+def test_cpu_without_numaid_is_unknown_numa_not_node_0() -> None:
+    # DERIVED from ndv4-topo.xml: the first <cpu> loses its numaid.
+    text = ref("azure-nd-topo/ndv4-topo.xml").replace(' numaid="0"', "", 1)
+    topo = nccl_topo.parse(text)
+    assert topo.devices["0003:00:00.0"].numa_node == -1
+    assert topo.cpus[0].numa_node == -1
+    # so a device of sysfs NUMA node 0 does not land under it
+    assert topo.attach("0000:99:00.0", Locality(root="pci0000:98", numa_node=0)).root == ""
