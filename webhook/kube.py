@@ -214,10 +214,17 @@ class KubeFabricApi:
     that does not exist is 404), then its status subresource."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
-        self.fabrics = DynamicClient(api_client).resources.get(
-            api_version=api.API_VERSION, kind="GpuFabric"
-        )
+        self.api_client = api_client
+        self._fabrics: Any = None
         self.created = False
+
+    @property
+    def fabrics(self) -> Any:
+        # Discovery on first use: serve must start (and serve admission) while the API is down.
+        if self._fabrics is None:
+            dyn = DynamicClient(self.api_client)
+            self._fabrics = dyn.resources.get(api_version=api.API_VERSION, kind="GpuFabric")
+        return self._fabrics
 
     def apply(self, body: Mapping[str, Any]) -> None:
         name = body["metadata"]["name"]

@@ -10,7 +10,7 @@ from typing import Any
 from tests.webhook.helpers import golden_statuses
 from webhook.cache import FabricCache
 from webhook.metrics import WebhookMetrics
-from webhook.serve import Serving, add_cache_watches, add_labeler, add_placer
+from webhook.serve import Serving, add_cache_watches, add_labeler, add_network, add_placer
 
 H100 = dict(golden_statuses())["hgx-h100"]
 
@@ -23,8 +23,10 @@ def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
     s = Serving(argparse.Namespace(), None, FabricCache(), WebhookMetrics())
     add_cache_watches(s)
     add_labeler(s)
+    add_network(s)  # nothing here may call the API server: serve starts while it is down
     add_placer(s)
-    assert sorted(w.name for w in s.watches) == ["gpuclaims", "gpunodestatuses", "nodes"]
+    names = sorted(w.name for w in s.watches)
+    assert names == ["gpuclaims", "gpunodestatuses", "nodes", "topology-configmap"]
     assert sorted(s.elected) == ["gpufabric-labeler", "gpufabric-placer"]
     s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
     s.nodes.listed([node("gpu-1"), node("gpu-2")])
