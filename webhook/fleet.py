@@ -159,6 +159,8 @@ class _View:
 
     def pin(self, preferred: tuple[str, ...]) -> Pin | None:
         if preferred not in self.pins:
+            if len(self.pins) >= MAX_VIEWS:  # preferred lists come from pods: keep this bounded
+                self.pins.clear()
             self.pins[preferred] = self._pin(preferred)
         return self.pins[preferred]
 
