@@ -137,11 +137,13 @@ class Labeler:
         """The leader-elected worker: converge everything, then whatever is marked, until stop."""
         self.resync_all()
         while not stop.is_set():
-            failed = self.drain(stop)
+            if self.drain(stop):
+                stop.wait(self.retry_after)  # an apply failed: back off (a stop ends it at once)
+                continue
             with self._cond:
-                if not self._pending or failed:
-                    # Bounded, so a stop is seen within idle_wait (well inside the wind-down).
-                    self._cond.wait(self.retry_after if failed else self.idle_wait)
+                if not self._pending or not self._listed():
+                    # Marks wake us; bounded so a stop is seen within idle_wait (< wind-down).
+                    self._cond.wait(self.idle_wait)
 
     def drain(self, stop: threading.Event | None = None) -> bool:
         """Converge every marked node once. True when an apply failed (it stays marked).
@@ -150,7 +152,7 @@ class Labeler:
         failed = False
         while stop is None or not stop.is_set():
             with self._cond:
-                if not self._pending or not self._statuses_listed or self._node_labels is None:
+                if not self._pending or not self._listed():
                     return failed
                 name = next(iter(self._pending))
                 del self._pending[name]
@@ -189,6 +191,9 @@ class Labeler:
         return outcome
 
     # -- helpers (call with the lock held) -----------------------------------------------------
+    def _listed(self) -> bool:
+        return self._statuses_listed and self._node_labels is not None
+
     def _wanted(self, name: str) -> dict[str, str] | None:
         base = self._status_labels.get(name, {})
         if base is None:

@@ -228,3 +228,34 @@ def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> Non
     assert lw.relists == 2
     assert server.nodes["gpu-1"].labels["gpufabric.io/fabric-health"] == "ok"  # relist: truth
     assert server.nodes["gpu-2"].labels["gpufabric.io/gpu-count"] == "8"
+
+
+def test_work_before_the_lists_waits_instead_of_spinning_and_stops_promptly() -> None:
+    server = NodeServer({"gpu-1": {}})
+    failed = threading.Event()
+    labeler = Labeler(
+        server,
+        idle_wait=0.01,
+        retry_after=3600,
+        observe=lambda o: failed.set() if o == "failed" else None,
+    )
+    labeler.statuses_listed([status("gpu-1", H100)])  # marked, but no Node list yet
+    stop = threading.Event()
+    rounds = []
+    real_drain = labeler.drain
+
+    def counting(stop: threading.Event | None = None) -> bool:
+        rounds.append(1)
+        if len(rounds) == 5:
+            server.fail = 1  # the first apply after the Node list fails: a one-hour backoff
+            labeler.nodes_listed(server.list_objects())
+        return real_drain(stop)
+
+    labeler.drain = counting  # type: ignore[method-assign]
+    worker = threading.Thread(target=labeler.work, args=(stop,))
+    worker.start()
+    assert failed.wait(10)
+    stop.set()  # during the backoff: the worker must not sit out the hour
+    worker.join(5)
+    assert not worker.is_alive()
+    assert server.requests == [("gpu-1", server.requests[0][1])] and len(rounds) == 5
