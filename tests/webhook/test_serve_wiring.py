@@ -38,3 +38,28 @@ def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
     # The labeler saw the same events: both nodes are marked for the leader's first pass.
     assert s.labeler is not None
     assert set(s.labeler._pending) == {"gpu-1", "gpu-2"}
+
+
+def test_network_labels_ride_on_the_labeler_and_its_lease() -> None:
+    from webhook.serve import add_network
+
+    s = Serving(argparse.Namespace(topology_labels=None), None, FabricCache(), WebhookMetrics())
+    add_cache_watches(s)
+    add_labeler(s)
+    labeler_work = s.elected["gpufabric-labeler"]
+    add_network(s)
+    assert "topology-configmap" in [w.name for w in s.watches]
+    assert (
+        s.elected["gpufabric-labeler"] is not labeler_work
+    )  # fabric loop runs under the same Lease
+    conf = {
+        "metadata": {"name": "gpufabric-topology"},
+        "data": {"topology.conf": "SwitchName=s0 Nodes=gpu-1\n"},
+    }
+    watch = next(w for w in s.watches if w.name == "topology-configmap")
+    watch.on_list([conf])
+    s.statuses.listed([{"metadata": {"name": "gpu-1"}, "status": H100}])
+    s.nodes.listed([node("gpu-1")])
+    extra = s.labeler.extra
+    assert extra.__self__.refresh()[0]  # the FabricController behind the labeler's extra
+    assert extra("gpu-1")["gpufabric.io/leaf"] == "s0"
