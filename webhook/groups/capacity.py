@@ -101,7 +101,8 @@ class CapacityView:
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
-        self._with_free: set[str] | None = None  # usable nodes with a free GPU
+        self._with_free: dict[str, int] | None = None  # usable nodes with a free GPU -> free
+        self._up: dict[str, tuple[str | None, ...]] | None = None  # leaf -> pair, quad, spine
         self._where: dict[str, tuple[str | None, ...]] = {}  # node -> its domain per level
         self._members: dict[Level, dict[str, tuple[str, ...]]] = {}
         self._order: dict[Level, dict[str, int]] = {}
@@ -128,6 +129,7 @@ class CapacityView:
     def _changed(self) -> None:
         self._index = None
         self._with_free = None
+        self._up = None
         self.memo = {}
         self._eligible = {}
         self.generation += 1
@@ -139,10 +141,11 @@ class CapacityView:
 
     def _recheck(self, node: str) -> None:
         if self._with_free is not None:
-            if self.free(node) > 0:
-                self._with_free.add(node)
+            free = self.free(node)
+            if free > 0:
+                self._with_free[node] = free
             else:
-                self._with_free.discard(node)
+                self._with_free.pop(node, None)
 
     def _sub(self, entry: tuple[str, int] | None) -> None:
         if entry is not None:
@@ -181,11 +184,18 @@ class CapacityView:
             return 0
         return max(0, info.gpus - self._taken.get(name, 0))
 
-    def with_free(self) -> set[str]:
-        """Usable nodes that have at least one free GPU (kept up to date incrementally)."""
+    def with_free(self) -> Mapping[str, int]:
+        """Usable nodes that have at least one free GPU, with their free GPUs (kept up to date
+        incrementally; read-only for callers)."""
         if self._with_free is None:
-            self._with_free = {n for n in self.nodes if self.free(n) > 0}
+            self._with_free = {n: f for n in self.nodes if (f := self.free(n)) > 0}
         return self._with_free
+
+    def nesting(self) -> Mapping[str, tuple[str | None, ...]] | None:
+        """leaf -> its leaf-pair, leaf-quad and spine, when every node of a leaf agrees on them
+        and every labelled node has a leaf (the fabric's domains nest); else None."""
+        self.index()
+        return self._up
 
     def where(self, node: str) -> tuple[str | None, ...]:
         """The node's domain at each level (LEVELS order), None where it has no label."""
@@ -229,6 +239,15 @@ class CapacityView:
                 name: tuple(info.labels.get(level_key(level)) or None for level in LEVELS)
                 for name, info in self.nodes.items()
             }
+            up: dict[str, tuple[str | None, ...]] | None = {}
+            for where in self._where.values():
+                if up is None:
+                    break
+                if where[0] is None:
+                    up = None if any(where) else up
+                elif up.setdefault(where[0], where[1:]) != where[1:]:
+                    up = None
+            self._up = up
         return self._index
 
     def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:

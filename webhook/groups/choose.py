@@ -171,26 +171,38 @@ class _Eval:
     def sums(self) -> Sums:
         """Per level (LEVELS order), per domain: free GPUs, usable free GPUs, whole-pod slots.
 
-        One pass over the nodes that have a free GPU, instead of one per domain and level.
+        One pass over the nodes that have a free GPU, adding into their leaf, then leaves rolled
+        up into their parents when the domains nest (else every level per node).
         """
-        if self._sums is None:
-            total: list[dict[str, int]] = [{} for _ in LEVELS]
-            usable: list[dict[str, int]] = [{} for _ in LEVELS]
-            slots: list[dict[str, int]] = [{} for _ in LEVELS]
-            uniform = self.uniform()
-            for n in self.view.with_free():
-                f = self.free(n)
-                counts = n in self.any_ok and f >= self.smallest
-                s = f // uniform[1] if uniform is not None and n in uniform[0] else 0
-                for i, d in enumerate(self.view.where(n)):
-                    if d is None:
-                        continue
-                    total[i][d] = total[i].get(d, 0) + f
-                    if counts:
-                        usable[i][d] = usable[i].get(d, 0) + f
-                    if s:
-                        slots[i][d] = slots[i].get(d, 0) + s
-            self._sums = (total, usable, slots)
+        if self._sums is not None:
+            return self._sums
+        uniform = self.uniform()
+        per, ok = (uniform[1], uniform[0]) if uniform is not None else (0, frozenset[str]())
+        any_ok, smallest = self.any_ok, self.smallest
+        up = self.view.nesting()
+        width = 1 if up is not None else len(LEVELS)
+        total: list[dict[str, int]] = [{} for _ in LEVELS]
+        usable: list[dict[str, int]] = [{} for _ in LEVELS]
+        slots: list[dict[str, int]] = [{} for _ in LEVELS]
+        where = self.view.where
+        for n, f in self.view.with_free().items():
+            counts = f >= smallest and n in any_ok
+            s = f // per if per and n in ok else 0
+            for i, d in enumerate(where(n)[:width]):
+                if d is None:
+                    continue
+                total[i][d] = total[i].get(d, 0) + f
+                if counts:
+                    usable[i][d] = usable[i].get(d, 0) + f
+                if s:
+                    slots[i][d] = slots[i].get(d, 0) + s
+        if up is not None:
+            for sums in (total, usable, slots):
+                for leaf, value in sums[0].items():
+                    for i, d in enumerate(up[leaf], start=1):
+                        if d is not None:
+                            sums[i][d] = sums[i].get(d, 0) + value
+        self._sums = (total, usable, slots)
         return self._sums
 
     def fitting(self, level: Level) -> Iterator[tuple[str, int]]:

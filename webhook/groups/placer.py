@@ -25,6 +25,7 @@ from webhook.groups.selector import Selector, selector_of
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
+EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
 
 
 class Rejected(Exception):
@@ -107,7 +108,8 @@ class Placer:
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
-        self.waiting: dict[GroupKey, str] = {}  # the last explanation given, to say it once
+        self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
+        self._said: dict[tuple[GroupKey, str], tuple[str, float]] = {}  # last Event per reason
 
     # -- inputs ------------------------------------------------------------------------------
     def nodes_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
@@ -143,6 +145,7 @@ class Placer:
                 if not self.groups.get(key):
                     self.groups.pop(key, None)
                     self.waiting.pop(key, None)
+                    self._said = {k: v for k, v in self._said.items() if k[0] != key}
             self.retry_all()  # freed GPUs may let a waiting group in
             return
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
@@ -217,7 +220,8 @@ class Placer:
             if where is not None and where[0] in LEVELS:
                 within = (where[0], where[1])
         elif len(gated) < spec.size:
-            self._wait(key, gated, f"waiting for members: {len(gated)} of {spec.size} exist")
+            text = f"waiting for members: {len(gated)} of {spec.size} exist"
+            self._wait(key, gated, text, "GroupIncomplete")
             return
         request = Request(
             name=spec.name,
@@ -236,7 +240,8 @@ class Placer:
         if isinstance(decision, Waiting):
             if self.metrics:
                 self.metrics.decided(decision.level or "none", "waiting", took)
-            self._wait(key, gated, f"{spec.locality} group {spec.name}: {decision.message}")
+            text = f"{spec.locality} group {spec.name}: {decision.message}"
+            self._wait(key, gated, text, "GroupWaiting")
             return
         if self.metrics:
             self.metrics.decided(decision.level or "none", _outcome(decision, within), took)
@@ -260,12 +265,17 @@ class Placer:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
             self.api.event(_ref(rec), "GroupPlaced", f"group {key[1]} placed in {value}", "Normal")
 
-    def _wait(self, key: GroupKey, gated: list[PodRecord], message: str) -> None:
-        if self.waiting.get(key) == message:
-            return
+    def _wait(self, key: GroupKey, gated: list[PodRecord], message: str, reason: str) -> None:
+        """Record why the group waits; tell its pods with an Event when that changed, at most
+        once per EVENT_EVERY seconds per reason (capacity numbers move with every pod)."""
         self.waiting[key] = message
+        said = self._said.get((key, reason))
+        now = self.clock()
+        if said is not None and (said[0] == message or now - said[1] < EVENT_EVERY):
+            return
+        self._said[(key, reason)] = (message, now)
         for rec in gated:
-            self.api.event(_ref(rec), "GroupWaiting", message, "Normal")
+            self.api.event(_ref(rec), reason, message, "Normal")
 
 
 def _outcome(decision: Placed, within: tuple[Level, str] | None) -> str:

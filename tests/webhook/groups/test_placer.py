@@ -114,7 +114,9 @@ def test_member_deleted_before_placement_holds_the_group() -> None:
     placer.reconcile()
     arrive(api, placer, member(3, size=4))
     assert api.patches == []
-    assert api.events[-1] == ("llama-03", "GroupWaiting", "waiting for members: 3 of 4 exist")
+    # One Event says so (later counts within EVENT_EVERY seconds are not repeated).
+    assert api.events == [("llama-00", "GroupIncomplete", "waiting for members: 1 of 4 exist")]
+    assert placer.waiting[("team-a", "llama")] == "waiting for members: 3 of 4 exist"
     arrive(api, placer, member(2, size=4, uid="uid-recreated"))
     assert sorted(n for n, _ in api.patches) == ["llama-00", "llama-01", "llama-02", "llama-03"]
 
@@ -300,3 +302,35 @@ def test_metrics_count_decisions_and_publish_free_gpus_and_fragmentation() -> No
     assert 'gpufabric_group_free_gpus{level="leaf"} 44.0' in text
     assert f'gpufabric_group_fragmentation_ratio{{level="leaf"}} {12 / 44}' in text
     assert "gpufabric_group_gated_seconds_count 2.0" in text
+
+
+def test_waiting_events_change_with_the_reason_but_not_more_often_than_every_30_s() -> None:
+    now = [1000.0]
+    api = FakeApi()
+    placer = Placer(api, clock=lambda: now[0])
+    placer.nodes_listed(fabric(8))
+    placer.pods_listed(
+        [
+            gpu_pod(f"b{i}", 8, namespace="o", node_name=f"node-{i:04d}", phase="Running")
+            for i in (0, 4, 5)
+        ]
+    )
+    for i in range(4):
+        placer.pod_event("ADDED", api.create(member(i, size=4)))
+    placer.reconcile()
+    first = "required group llama: no leaf has 32 free GPUs for 4 pods; best: leaf-0 with 24"
+    assert [e[2] for e in api.events] == [first] * 4
+    placer.pod_event(
+        "DELETED", gpu_pod("b5", namespace="o", node_name="node-0005")
+    )  # best: 24 -> 24
+    placer.pod_event(
+        "ADDED", gpu_pod("b7", 8, namespace="o", node_name="node-0003", phase="Running")
+    )
+    placer.reconcile()  # leaf-0 now 16, leaf-1 24: the message changed, but only 0 s later
+    assert len(api.events) == 4
+    now[0] += 31
+    placer.retry_all()
+    placer.reconcile()
+    assert [e[2] for e in api.events[4:]] == [
+        "required group llama: no leaf has 32 free GPUs for 4 pods; best: leaf-1 with 24"
+    ] * 4
