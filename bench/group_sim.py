@@ -19,6 +19,9 @@ Policies, on the same stream and seed:
              ties at random), no group constraint; a job starts when all its pods fit (ideal gang)
   first-fit  webhook.groups.choose.decide, first domain in fabric order, locality preferred
   tightest   webhook.groups.choose.decide, tightest fit (gpufabric), locality preferred
+(`--locality required`: groups wait for a domain of their level instead of going up; every job
+is then in its domain by construction and the queueing delay is what differs; `--load` sets the
+offered load.)
 Reported per policy, over the jobs arriving after the first third (warm-up): share of multi-node
 jobs inside one domain of the level the rule asks for (auto level), mean leaf domains spanned per
 multi-node job, mean and p95 queueing delay, GPU utilisation (time-weighted busy GPUs / all GPUs
@@ -140,7 +143,9 @@ class Stats:
     span: float = 0.0
 
 
-def simulate(policy: str, jobs: list[Job], sizes: tuple[int, ...], seed: int) -> Stats:
+def simulate(
+    policy: str, jobs: list[Job], sizes: tuple[int, ...], seed: int, locality: str = "preferred"
+) -> Stats:
     view = CapacityView()
     view.replace_nodes(node_objs(1024, sizes))
     names = sorted(view.nodes)
@@ -169,7 +174,7 @@ def simulate(policy: str, jobs: list[Job], sizes: tuple[int, ...], seed: int) ->
                 free[pick] -= GPUS
             return chosen
         members = tuple(Member(f"j{job.id}/{i}", GPUS, ANY) for i in range(job.nodes))
-        d = decide(view, Request(f"j{job.id}", members, "preferred"), policy)  # type: ignore[arg-type]
+        d = decide(view, Request(f"j{job.id}", members, locality), policy)  # type: ignore[arg-type]
         if not isinstance(d, Placed):
             return None
         return [a.node for a in d.assignments]
@@ -238,7 +243,7 @@ def cmd_sim(args: argparse.Namespace) -> None:
     fabrics = ["tree", "rail"] if args.fabric == "both" else [args.fabric]
     print(
         f"{args.jobs} jobs, seed {args.seed}, 1,024 nodes x 8 GPUs, offered load "
-        f"{100 * args.load:.0f} %; "
+        f"{100 * args.load:.0f} %, locality {args.locality}; "
         "in-domain and leaves spanned over multi-node jobs"
     )
     print(
@@ -250,7 +255,7 @@ def cmd_sim(args: argparse.Namespace) -> None:
         jobs = job_stream(args.jobs, args.seed, 1024 * GPUS, args.load)
         for policy in ("stock", "first", "tightest"):
             t0 = time.perf_counter()
-            s = simulate(policy, jobs, FABRICS[fab], args.seed)
+            s = simulate(policy, jobs, FABRICS[fab], args.seed, args.locality)
             took = time.perf_counter() - t0
             name = {"first": "first-fit", "tightest": "tightest (gpufabric)"}.get(policy, policy)
             print(
@@ -364,6 +369,7 @@ def main() -> None:
     s.add_argument("--jobs", type=int, default=3000)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--fabric", choices=("tree", "rail", "both"), default="both")
+    s.add_argument("--locality", choices=("preferred", "required"), default="preferred")
     s.add_argument("--load", type=float, default=0.85, help="offered load (share of all GPUs)")
     p = sub.add_parser("perf")
     p.add_argument("--decisions", type=int, default=1000)

@@ -191,7 +191,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("",), ("nodes",), (), ("get", "list", "watch")),
     ]
     assert rules("ClusterRole", "gpufabric-webhook") == [
-        (("gpufabric.io",), ("gpunodestatuses", "gpuclaims"), (), ("list", "watch")),
+        (("gpufabric.io",), ("gpunodestatuses", "gpuclaims", "gpufabrics"), (), ("list", "watch")),
         (("",), ("nodes",), (), ("list", "watch")),
     ]
     assert rules("ClusterRole", "gpufabric-labeler") == [

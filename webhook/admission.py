@@ -8,6 +8,7 @@ from typing import Any, Literal
 from webhook import review as rv
 from webhook.cache import FabricCache
 from webhook.groups.admit import admit_group
+from webhook.groups.capacity import pod_gpus
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, has_fabric_annotations, requirements
 
@@ -38,7 +39,12 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
-    group = admit_group(pod, request["operation"])
+    group = admit_group(
+        pod,
+        request["operation"],
+        settings.largest_spine_gpus or (lambda: None),
+        pod_gpus(pod.get("spec") or {}),
+    )
     try:
         req = requirements(pod, namespace, cache.claim)
     except Invalid as err:

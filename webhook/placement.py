@@ -8,7 +8,7 @@ are ORed; a new term would loosen the pod). Preferred -> weighted preferred term
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,8 @@ class Settings:
     cufile_policy: str | None = None  # cufile.json text, checked (webhook.cufile)
     inject_nccl_tuning: bool = False
     inject_nccl_ib_hca: bool = True
+    # GPUs of the largest spine domain (webhook.groups.spines), for the too-big-group warning
+    largest_spine_gpus: Callable[[], int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from common.cli import UsageError
 from webhook import cufile
 from webhook.cache import FabricCache
 from webhook.connections import Limits
+from webhook.groups.spines import FABRIC_PLURAL, SpineSizes, gpus_in
 from webhook.leader import LABELER_LEASE, Elector, Work
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
@@ -139,6 +140,20 @@ def add_cache_watches(s: Serving) -> None:
         ),
         ListWatch("nodes", *node_list_watch(s.api_client), s.nodes.listed, s.nodes.event),
     ]
+
+
+def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
+    """The GpuFabric object, for the admission warning about groups larger than any spine."""
+    from webhook.kube import custom_list_watch
+
+    s.watches.append(
+        ListWatch(
+            FABRIC_PLURAL,
+            *custom_list_watch(s.api_client, FABRIC_PLURAL),
+            spines.listed,
+            spines.event,
+        )
+    )
 
 
 def add_labeler(s: Serving) -> None:
@@ -262,7 +277,13 @@ async def serve(args: argparse.Namespace) -> int:
     policy = None
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
-    settings = Settings(policy, args.inject_nccl_tuning, not args.no_nccl_ib_hca)
+    spines = SpineSizes()
+    settings = Settings(
+        policy,
+        args.inject_nccl_tuning,
+        not args.no_nccl_ib_hca,
+        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
+    )
     # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
     # before any watch thread exists.
     ctx = tls_context(args.tls_cert, args.tls_key)
@@ -288,6 +309,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     s = Serving(args, api_client, cache, metrics, watches=watches)
     add_cache_watches(s)
+    add_spine_watch(s, spines)
     if args.labeler:
         add_labeler(s)
         add_network(s)

@@ -124,3 +124,34 @@ def test_label_that_disagrees_is_denied() -> None:
 
 def test_update_adds_no_gate() -> None:
     assert admit_group(pod(GROUP), "UPDATE").ops == []
+
+
+def test_admission_warns_when_the_group_exceeds_the_largest_spine_of_the_gpufabric() -> None:
+    from webhook.groups.spines import SpineSizes, gpus_in
+
+    cache = golden_cache()  # hgx-h100 has 8 GPUs
+    spines = SpineSizes()
+    fabric_obj = {  # the shape the labeler publishes (webhook/fabric/render.py status())
+        "metadata": {"name": "cluster"},
+        "status": {
+            "spines": [
+                {"name": "s1", "leaves": [{"name": "l1", "nodes": ["hgx-h100", "azure-ndv5"]}]}
+            ]
+        },
+    }
+    spines.listed([fabric_obj])
+    largest = spines.largest(gpus_in(cache))
+    assert largest == 16
+    settings = Settings(largest_spine_gpus=lambda: spines.largest(gpus_in(cache)))
+    answer = admit(
+        review(pod({**GROUP, "gpufabric.io/group-size": "3"}))["request"], cache, settings
+    )
+    assert answer.response["allowed"] is True
+    assert (
+        "gpufabric: group llama-70b needs 24 GPUs, more than the largest spine domain (16); "
+        "it can only be spread and, being required, waits"
+    ) in answer.response["warnings"]
+    ok = admit(review(pod({**GROUP, "gpufabric.io/group-size": "2"}))["request"], cache, settings)
+    assert not any("spine" in w for w in ok.response.get("warnings") or [])
+    spines.event("DELETED", fabric_obj)
+    assert spines.largest(gpus_in(cache)) is None
