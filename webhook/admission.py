@@ -43,7 +43,7 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
         pod,
         request["operation"],
         settings.largest_spine_gpus or (lambda: None),
-        pod_gpus(pod.get("spec") or {}),
+        pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}),
     )
     try:
         req = requirements(pod, namespace, cache.claim)

@@ -90,11 +90,17 @@ def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[
     return GroupSpec(name, size, locality, level), []  # type: ignore[arg-type]
 
 
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def kueue_managed(pod: Mapping[str, Any]) -> bool:
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    gates = spec.get("schedulingGates") or []
-    return KUEUE_QUEUE_LABEL in (meta.get("labels") or {}) or any(
-        str(g.get("name", "")).startswith(KUEUE_PREFIX) for g in gates if isinstance(g, Mapping)
+    meta, spec = _map(pod.get("metadata")), _map(pod.get("spec"))
+    gates = spec.get("schedulingGates")
+    return KUEUE_QUEUE_LABEL in _map(meta.get("labels")) or any(
+        str(g.get("name", "")).startswith(KUEUE_PREFIX)
+        for g in (gates if isinstance(gates, list) else [])
+        if isinstance(g, Mapping)
     )
 
 
@@ -109,14 +115,14 @@ def admit_group(
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
     fabric (None: unknown, no warning).
     """
-    meta = pod.get("metadata") or {}
-    annotations: Mapping[str, Any] = meta.get("annotations") or {}
+    meta = _map(pod.get("metadata"))
+    annotations = _map(meta.get("annotations"))
     spec, problems = parse_group(annotations)
     if operation == "CREATE" and ANN_PLACEMENT in annotations:
         problems.append(f"{ANN_PLACEMENT}: written by the group placer; remove it from the pod")
     if problems or spec is None:
         return GroupAdmission(problems=problems)
-    labels: Mapping[str, Any] = meta.get("labels") or {}
+    labels = _map(meta.get("labels"))
     if kueue_managed(pod):
         return GroupAdmission(
             warnings=[f"gpufabric: Kueue manages this pod; {ANN_GROUP} is left to Kueue"],
@@ -146,7 +152,7 @@ def admit_group(
             ops.append({"op": "add", "path": path, "value": spec.name})
         else:
             ops.append({"op": "add", "path": "/metadata/labels", "value": {LABEL_GROUP: spec.name}})
-    gates = (pod.get("spec") or {}).get("schedulingGates")
+    gates = _map(pod.get("spec")).get("schedulingGates")
     if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates or []):
         if isinstance(gates, list):
             ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})

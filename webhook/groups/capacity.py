@@ -69,21 +69,29 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, why)
 
 
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Mapping[str, Any]]:
+    return [c for c in value if isinstance(c, Mapping)] if isinstance(value, list) else []
+
+
 def pod_gpus(spec: Mapping[str, Any]) -> int:
-    """GPUs the scheduler reserves for a pod: containers summed, init containers at their max."""
+    """GPUs the scheduler reserves for a pod: containers summed, init containers at their max.
+    Malformed parts count as none (admission reports them; this must not crash on them)."""
 
     def one(c: Mapping[str, Any]) -> int:
-        res = c.get("resources") or {}
-        value = (res.get("requests") or {}).get(api.GPU_RESOURCE)
+        res = _map(c.get("resources"))
+        value = _map(res.get("requests")).get(api.GPU_RESOURCE)
         if value is None:  # extended resources: the request defaults to the limit
-            value = (res.get("limits") or {}).get(api.GPU_RESOURCE)
+            value = _map(res.get("limits")).get(api.GPU_RESOURCE)
         return _quantity(value)
 
-    main = sum(one(c) for c in spec.get("containers") or [])
-    init = [one(c) for c in spec.get("initContainers") or [] if c.get("restartPolicy") != "Always"]
-    sidecars = sum(
-        one(c) for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"
-    )
+    inits = _list(spec.get("initContainers"))
+    main = sum(one(c) for c in _list(spec.get("containers")))
+    init = [one(c) for c in inits if c.get("restartPolicy") != "Always"]
+    sidecars = sum(one(c) for c in inits if c.get("restartPolicy") == "Always")
     return max([main + sidecars, *init])
 
 
