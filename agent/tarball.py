@@ -93,6 +93,9 @@ def _pax(data: bytes) -> dict[str, str]:
 
 
 def members(tar: bytes) -> Iterator[Member]:
+    if len(tar) < _BLOCK or (tar[257:262] != b"ustar" and tar[:_BLOCK] != _ZERO):
+        # Every ustar, pax and GNU header carries the magic; without it this is no tar at all.
+        raise ArchiveError("not a tar archive (plain, gzip, bzip2 or xz)")
     pos = 0
     pax: dict[str, str] = {}
     glob: dict[str, str] = {}
