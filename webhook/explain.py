@@ -22,6 +22,7 @@ from webhook.placement import Settings, mutate, plan
 from webhook.requirements import Requirements
 
 Mark = Literal["ok", "FAIL", "?"]
+PIN = "hca-profile pin (nodes differ in usable HCAs; only layouts holding NCCL_IB_HCA)"
 
 # The probe condition each label's value comes from (DESIGN.md: one condition per probe).
 CONDITION_OF: Mapping[str, tuple[str, ...]] = {
@@ -167,7 +168,7 @@ def explain(
         for e in t.get("matchExpressions") or []:
             if e.get("key") == api.LABEL_HCA_PROFILE and e not in planned:
                 planned.append(e)
-                needs.append(("pinned to one HCA layout (nodes differ in usable HCAs)", e))
+                needs.append((PIN, e))
     lines = [
         f"Pod asks for: {describe(req)}",
         f"Required on the node: {'; '.join(w for w, _ in needs) or 'nothing'}",

@@ -280,7 +280,8 @@ def test_explain_names_the_hca_pin_gpus_and_the_condition_behind_a_value(
     pinned, azure = profile("hgx-h100"), profile("azure-ndv5")
     assert pinned != azure
     assert (
-        "[FAIL] pinned to one HCA layout (nodes differ in usable HCAs): gpufabric.io/hca-profile "
+        "[FAIL] hca-profile pin (nodes differ in usable HCAs; only layouts holding NCCL_IB_HCA): "
+        "gpufabric.io/hca-profile "
         f"In [{pinned}]: node has gpufabric.io/hca-profile={azure}" in out
     )
     out = _explain(capsys, TP8, str(GOLDEN), "--node", "esc8000a-pcie")
