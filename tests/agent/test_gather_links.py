@@ -125,3 +125,26 @@ def test_snapshot_in_memory_equals_the_unpacked_one(tmp_path: Path) -> None:
         disk = probe_node(on_disk.reader(), SnapshotNvml(on_disk.nvml), cfg, Options())
         assert yaml.safe_dump(memory.status.to_dict()) == yaml.safe_dump(disk.status.to_dict())
         assert probe_snapshot(on_disk).status.summary == memory.status.summary
+
+
+def test_archive_written_with_an_absolute_link_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Archives gathered before links were rewritten hold /usr/local/cuda -> /usr/local/cuda-12.4
+    # as is; tar's safe extraction refused them. Read in memory, the link resolves in the root.
+    build_host(tmp_path / "host")
+    out = tmp_path / "g.tar.gz"
+    gather_args = ["--host-root", str(tmp_path / "host"), "--nvml", "none", "-o", str(out)]
+    assert main(["gather", *gather_args]) == 0
+    old = tmp_path / "old.tar.gz"
+    with tarfile.open(out) as src, tarfile.open(old, "w:gz") as dst:
+        for member in src.getmembers():
+            if member.name == "host/usr/local/cuda":
+                member.linkname = "/usr/local/cuda-12.4"
+            dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+    with tarfile.open(old) as tar, pytest.raises(tarfile.AbsoluteLinkError):
+        tar.extractall(tmp_path / "refused", filter="data")
+    capsys.readouterr()
+    assert main(["probe", "--from", str(old), "-o", "json", "--nvml", "none"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"]["gpudirect"]["storage"]["configPath"] == "/usr/local/cuda/gds/cufile.json"

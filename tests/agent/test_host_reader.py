@@ -362,3 +362,16 @@ def test_a_thousand_garbled_trees(tmp_path: Path, outside: Path) -> None:
     assert not worker.is_alive(), "a garbled tree made the probe hang"
     assert failures == []
     assert silent == [], sorted(set(silent))
+
+
+def test_every_read_is_bounded(tmp_path: Path) -> None:
+    from agent.host import MAX_READ
+
+    build_host(tmp_path)
+    numa = f"/sys/bus/pci/devices/{GPU}/numa_node"
+    canonical = HostReader(tmp_path).resolve(numa)
+    assert canonical is not None
+    (tmp_path / canonical.lstrip("/")).write_bytes(b"0" * (MAX_READ + 10))
+    reader = HostReader(tmp_path)
+    assert reader.read(numa) is None
+    assert reader.issues == [f"{numa}: larger than {MAX_READ} bytes"]
