@@ -232,10 +232,7 @@ def mutate(
     if (
         req.rdma
         and settings.inject_nccl_ib_hca
-        and any(
-            not any(e.get("name") == "NCCL_IB_HCA" for e in c.get("env") or [])
-            for c, _, _ in containers
-        )
+        and not all(edit.has_env(c, "NCCL_IB_HCA") for c in containers)
     ):
         hcas = _narrowed(found.common_hcas, req.preferred_hcas)
         pin = None

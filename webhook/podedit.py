@@ -71,7 +71,10 @@ def _escape(key: str) -> str:
 
 
 def copy_expr(expr: Expr) -> Expr:
-    return {**expr, "values": list(expr["values"])} if "values" in expr else dict(expr)
+    out = dict(expr)
+    if "values" in out:
+        out["values"] = list(out["values"])
+    return out
 
 
 class PodEdit:
@@ -98,14 +101,14 @@ class PodEdit:
             self.ops.append({"op": "add", "path": sub, "value": value})
         return (value, sub, True)
 
-    def append(self, at: Node, item: Any) -> Node:
+    def append(self, at: Node, item: Any, revisit: bool = False) -> None:
+        """Add item at the end of the list at `at`; `revisit` when later edits reach into it."""
         items, path, fresh = at
         items.append(item)
-        self._created.add(id(item))
-        sub = f"{path}/{len(items) - 1}"
+        if revisit:
+            self._created.add(id(item))
         if not fresh:
-            self.ops.append({"op": "add", "path": sub, "value": item})
-        return (item, sub, True)
+            self.ops.append({"op": "add", "path": f"{path}/{len(items) - 1}", "value": item})
 
     def items(self, at: Node) -> Iterator[Node]:
         items, path, fresh = at
@@ -128,7 +131,7 @@ class PodEdit:
         required = self.get(self.node_affinity(), REQUIRED, dict)
         terms = self.get(required, "nodeSelectorTerms", list)
         if not terms[0]:
-            self.append(terms, {"matchExpressions": []})
+            self.append(terms, {"matchExpressions": []}, revisit=True)
         for term in self.items(terms):
             have = self.get(term, "matchExpressions", list)
             for expr in exprs:
@@ -152,10 +155,16 @@ class PodEdit:
         ]
         return with_gpu or containers
 
+    @staticmethod
+    def has_env(container: Node, name: str) -> bool:
+        return any(e.get("name") == name for e in container[0].get("env") or ())
+
     def set_env(self, container: Node, name: str, value: str) -> None:
         env = self.get(container, "env", list)
-        if not any(e.get("name") == name for e in env[0]):  # the user's own value always wins
-            self.append(env, {"name": name, "value": value})
+        for e in env[0]:
+            if e.get("name") == name:
+                return  # the user's own value always wins
+        self.append(env, {"name": name, "value": value})
 
     def annotate(self, key: str, value: str) -> None:
         """Set an annotation unless the pod has it already (then the pod's own value stays)."""
