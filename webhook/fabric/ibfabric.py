@@ -133,6 +133,13 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             )
         )
         unplaced.append(Unplaced(node, why))
+    missing = sum(1 for u in unplaced if u.reason.startswith("none of its"))
+    if missing:
+        when = f" (generated on {dump.generated})" if dump.generated else ""
+        problems.append(
+            f"{missing} node(s) with compute HCAs are not in the dump{when}: is the dump older "
+            "than the newest nodes? Run ibnetdiscover again"
+        )
     switch_of_name = {v: k for k, v in names.items()}
     domain_switches: dict[str, list[str]] = defaultdict(list)
     for sw, dom in leaf_of_switch.items():

@@ -170,4 +170,10 @@ def test_node_not_in_dump_is_unplaced_with_reason() -> None:
     reasons = {u.node: u.reason for u in fabric.unplaced}
     assert "dump generated on" in reasons["new-node"]
     assert reasons["no-hca"] == "no compute HCA GUID in the status"
+    assert any(
+        p.startswith(
+            "1 node(s) with compute HCAs are not in the dump (generated on Wed May  6 15:14:42 2009)"
+        )
+        for p in fabric.problems
+    )
     assert fabric.leaves == ()
