@@ -230,6 +230,8 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
     health = Health(max_age=max(60.0, 3 * config.resync_seconds))
     server = serve(config.metrics_port, metrics, health)
     api_client = load_api_client(config.kubeconfig)
+    # urllib3 logs every connection retry at WARNING; the agent logs failed applies itself.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     publisher = KubePublisher(api_client)
     agent = Agent(
         config.node_name,

@@ -307,6 +307,9 @@ async def serve(args: argparse.Namespace) -> int:
         await runner.cleanup()
         raise
 
+    # urllib3 logs each connection retry at WARNING (3 lines a request during an outage); the
+    # watches and electors say once that the API server is unreachable, and when it is back.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     s = Serving(args, api_client, cache, metrics, watches=watches)
     add_cache_watches(s)
     add_spine_watch(s, spines)
