@@ -127,16 +127,133 @@ def relabel(rounds: int) -> None:
     )
 
 
+def loopback_failover() -> None:
+    """Two electors over real HTTP (KubeLeaseApi -> a Lease endpoint on 127.0.0.1 that answers
+    like the captured apiserver: rv checks, 409s, MicroTime validation), real clock, 15 s lease."""
+    import json
+    import re
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from kubernetes import client
+
+    from webhook.leader import Elector, LeaseError
+    from webhook.leader.kube import KubeLeaseApi
+
+    state: dict[str, object] = {"body": None, "rv": 100}
+    lock = threading.Lock()
+    micro = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, code: int, body: object) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            with lock:
+                body = state["body"]
+            if body is None:
+                self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+            else:
+                self._send(200, body)
+
+        def _write(self, create: bool) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                current = state["body"]
+                if create and current is not None:
+                    return self._send(409, {"code": 409, "reason": "AlreadyExists"})
+                if not create and (
+                    current is None
+                    or body["metadata"].get("resourceVersion")
+                    != current["metadata"]["resourceVersion"]  # type: ignore[index]
+                ):
+                    return self._send(409, {"code": 409, "reason": "Conflict"})
+                for key in ("acquireTime", "renewTime"):
+                    if not micro.match(body["spec"].get(key, "")):
+                        return self._send(400, {"code": 400, "message": f"bad {key}"})
+                state["rv"] = int(state["rv"]) + 1  # type: ignore[call-overload]
+                body["metadata"]["resourceVersion"] = str(state["rv"])
+                state["body"] = body
+            return self._send(201 if create else 200, body)
+
+        def do_POST(self) -> None:
+            self._write(True)
+
+        def do_PUT(self) -> None:
+            self._write(False)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    class Killable(KubeLeaseApi):
+        dead = False
+
+        def _call(self, method: str, path: str, body: object, timeout: float) -> tuple[int, object]:
+            if self.dead:
+                raise LeaseError("killed")
+            return super()._call(method, path, body, timeout)
+
+    started: dict[str, float] = {}
+
+    def work_of(name: str):  # type: ignore[no-untyped-def]
+        def work(stop: threading.Event) -> None:
+            started[name] = time.monotonic()
+            stop.wait()
+
+        return work
+
+    apis = {n: Killable(client.ApiClient(cfg), "gpufabric-system") for n in ("a", "b")}
+    stops = {n: threading.Event() for n in ("a", "b")}
+    electors = {n: Elector("gpufabric-labeler", n, apis[n], work_of(n)) for n in ("a", "b")}
+    threads = {}
+    for n in ("a", "b"):
+        threads[n] = threading.Thread(target=electors[n].run, args=(stops[n],), daemon=True)
+        threads[n].start()
+        time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while "a" not in started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3.3)  # some renewals
+    killed = time.monotonic()
+    apis["a"].dead = True  # its requests fail from now on, like a dead process
+    while "b" not in started and time.monotonic() < killed + 30:
+        time.sleep(0.05)
+    killed_failover = started["b"] - killed
+    stops["a"].set()
+    threads["a"].join(15)
+    released = time.monotonic()
+    stops["b"].set()
+    threads["b"].join(15)
+    release_s = time.monotonic() - released
+    httpd.shutdown()
+    print(
+        f"loopback HTTP, real clock: failover after the leader died {killed_failover:.2f} s "
+        f"(lease 15 s); shutdown released the Lease in {release_s:.2f} s"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--outages", type=int, default=20000)
     parser.add_argument("--relabels", type=int, default=200)
+    parser.add_argument("--loopback", action="store_true", help="also ~20 s over real HTTP")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the simulated outages' warnings are expected
     failover(args.kills)
     catch_up(args.outages)
     relabel(args.relabels)
+    if args.loopback:
+        loopback_failover()
     return 0
 
 
