@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kubernetes import client, watch
@@ -33,6 +33,26 @@ _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,a
 _META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
+def _events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Iterator[Obj]:
+    """Watch events of a list call from `version` as {"type", "object"} dicts; 410 -> Gone."""
+    w = watch.Watch()
+    try:
+        for event in w.stream(
+            list_fn,
+            *args,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=_WATCH_SECONDS,
+            _request_timeout=_WATCH_READ_TIMEOUT,
+            **kwargs,
+        ):
+            yield {"type": event["type"], "object": event["raw_object"]}
+    except ApiException as err:
+        if err.status == 410:
+            raise Gone() from err
+        raise
+
+
 def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister, Watcher]:
     objects = client.CustomObjectsApi(api_client)
 
@@ -55,23 +75,9 @@ def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister
                 return items, str(data["metadata"].get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
-        w = watch.Watch()
-        try:
-            for event in w.stream(
-                objects.list_cluster_custom_object,
-                api.GROUP,
-                api.VERSION,
-                plural,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=_WATCH_SECONDS,
-                _request_timeout=_WATCH_READ_TIMEOUT,
-            ):
-                yield {"type": event["type"], "object": event["raw_object"]}
-        except ApiException as err:
-            if err.status == 410:
-                raise Gone() from err
-            raise
+        return _events(
+            objects.list_cluster_custom_object, api.GROUP, api.VERSION, plural, version=version
+        )
 
     return lister, watcher
 
@@ -189,22 +195,9 @@ def configmap_list_watch(
         return items, str(data.metadata.resource_version or "")
 
     def watcher(version: str) -> Iterable[Obj]:
-        w = watch.Watch()
-        try:
-            for event in w.stream(
-                core.list_namespaced_config_map,
-                namespace,
-                field_selector=selector,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=_WATCH_SECONDS,
-                _request_timeout=_WATCH_READ_TIMEOUT,
-            ):
-                yield {"type": event["type"], "object": event["raw_object"]}
-        except ApiException as err:
-            if err.status == 410:
-                raise Gone() from err
-            raise
+        return _events(
+            core.list_namespaced_config_map, namespace, field_selector=selector, version=version
+        )
 
     return lister, watcher
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from webhook.fabric.model import Leaf, Spine, Unplaced
+import yaml
+
+from webhook.fabric.model import Leaf, SourceError, Spine, Unplaced
 from webhook.fabric.names import natural_key, natural_sorted
 
 
@@ -86,3 +88,14 @@ def first_claim(
         unplaced.append(Unplaced(node, f"listed under {len(places)} leaves: {said}"))
         problems.append(f"node {node} is listed under {len(places)} leaves: {said}")
     return placed, unplaced, problems
+
+
+def load_yaml(text: str) -> object:
+    """YAML, or a SourceError naming the line where it stops being YAML."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise SourceError(
+            f"not YAML: {getattr(err, 'problem', err)}", mark.line + 1 if mark else None
+        ) from None

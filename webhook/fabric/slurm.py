@@ -15,9 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from webhook.fabric.build import first_claim, spines_from_parents
+from webhook.fabric.build import first_claim, load_yaml, spines_from_parents
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
 from webhook.fabric.names import expand_hostlist
 
@@ -187,13 +185,7 @@ def looks_like_yaml(data: object) -> bool:
 
 
 def parse_yaml(text: str) -> Fabric:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise SourceError(
-            f"not YAML: {getattr(err, 'problem', err)}", mark.line + 1 if mark else None
-        ) from None
+    data: Any = load_yaml(text)
     if not looks_like_yaml(data):
         raise SourceError("topology.yaml must be a list of `- topology: NAME` entries")
     topologies = [t for t in data if isinstance(t, Mapping)]

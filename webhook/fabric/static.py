@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from webhook.fabric.build import first_claim
+from webhook.fabric.build import first_claim, load_yaml
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
 from webhook.fabric.names import expand_hostlist
 
@@ -46,13 +44,7 @@ def _leaves(items: Any, where: str) -> list[tuple[str, list[str]]]:
 
 
 def parse(text: str) -> Fabric:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise SourceError(
-            f"not YAML: {getattr(err, 'problem', err)}", mark.line + 1 if mark else None
-        ) from None
+    data: Any = load_yaml(text)
     if not looks_like(data):
         raise SourceError("nodes.yaml needs a `spines:` or `leaves:` list")
     if "spines" in data:
