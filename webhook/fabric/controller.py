@@ -195,16 +195,20 @@ def run(
     (a failed publish is retried next round)."""
     published: dict[str, Any] | None = None
     pending: dict[str, Any] | None = None
+    failures, wait = 0, 0  # publish backoff in rounds (CRD missing, API server down)
     while not stop.is_set():
         changed, body = controller.refresh()
         if changed:
             resync()
         if body is not None and body != published:
             pending = body
-        if pending is not None:
+        if pending is not None and wait <= 0:
             try:
                 publish(pending)
-                published, pending = pending, None
-            except Exception as err:  # noqa: BLE001 - API server down: try again next round
-                log.warning("GpuFabric publish failed", extra={"error": str(err)})
+                published, pending, failures = pending, None, 0
+            except Exception as err:  # noqa: BLE001 - try again later; labels do not wait on it
+                failures += 1
+                wait = min(60, 2**failures)
+                log.warning("GpuFabric publish failed", extra={"error": str(err), "retry_s": wait})
+        wait -= 1
         stop.wait(period)
