@@ -8,12 +8,33 @@ from typing import Any
 
 from webhook.fabric import ibnet
 
-# Byte-for-byte copies of shared/reference/fabric (see its PROVENANCE.md).
+# Byte-for-byte copies of shared/reference/fabric (see its PROVENANCE.md) under a licence that fits
+# this repository; the GPL-licensed ones (NOT_COPIED) are read from ../shared/reference/fabric,
+# which CI and every developer checkout have beside the clone.
 REF = Path(__file__).resolve().parents[2] / "fixtures" / "fabric"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "reference" / "fabric"
+NOT_COPIED = frozenset(
+    {
+        "ibnetdiscover/synthetic-k4-n3-fattree-3tier.topo",  # GPL-3.0
+        "slurm/slurm-topology.conf.5-examples.conf",  # GPL-2.0+
+        "slurm/slurm-topology.yaml.5-example.yaml",  # GPL-2.0+
+        "slurm/slurm-topology-guide-examples.txt",  # GPL-2.0+
+    }
+)
+
+
+def ref_path(path: str) -> Path:
+    if path not in NOT_COPIED:
+        return REF / path
+    if not (SHARED / path).is_file():
+        raise FileNotFoundError(
+            f"{path} is read from {SHARED} (GPL, not copied): check it out there"
+        )
+    return SHARED / path
 
 
 def ref(path: str) -> str:
-    return (REF / path).read_text()
+    return ref_path(path).read_text()
 
 
 def sysfs_guid(value: int) -> str:
