@@ -12,6 +12,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,10 @@ from webhook.watch import Gone, Lister, ListWatch, Obj, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
+# A demoted leader has lease - renew deadline = 5 s to stop its work (webhook/leader): a write in
+# flight and the wait for the next message must both fit in that, so neither can outlast a stop.
+_WRITE_TIMEOUT = 2
+_POLL = 0.5
 _TICK = 5.0  # seconds between retries of groups that are still gated
 _LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
 
@@ -86,7 +91,7 @@ class KubePlacerApi:
                 ops,
                 field_manager=PLACER_FIELD_MANAGER,
                 _content_type="application/json-patch+json",
-                _request_timeout=_TIMEOUT,
+                _request_timeout=_WRITE_TIMEOUT,
             )
         except ApiException as err:
             if err.status in (404, 409, 422):
@@ -114,7 +119,9 @@ class KubePlacerApi:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(meta["namespace"], body, _request_timeout=_TIMEOUT)
+            self.core.create_namespaced_event(
+                meta["namespace"], body, _request_timeout=_WRITE_TIMEOUT
+            )
         except ApiException as err:  # an Event is best effort; the decision stands
             log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
 
@@ -144,12 +151,16 @@ def run_placer(
     ]
     for w in watches:
         threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
+    next_retry = time.monotonic() + _TICK
     while not stop.is_set():
         try:
-            inbox.get(timeout=_TICK)()
-            while not inbox.empty():  # apply the burst, then decide once
+            inbox.get(timeout=_POLL)()
+            while not inbox.empty() and not stop.is_set():  # apply the burst, then decide once
                 inbox.get_nowait()()
         except queue.Empty:
+            pass
+        if time.monotonic() >= next_retry:
             placer.retry_all()  # the periodic retry: nothing stays gated by a lost event
-        placer.reconcile()
+            next_retry = time.monotonic() + _TICK
+        placer.reconcile(stop.is_set)
         gauges(placer)

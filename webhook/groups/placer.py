@@ -191,9 +191,13 @@ class Placer:
                 self.view.promise(rec.uid, min(fits)[1], rec.gpus)
 
     # -- the work ----------------------------------------------------------------------------
-    def reconcile(self) -> None:
+    def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
+        """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
         todo, self.dirty = sorted(self.dirty), set()
-        for key in todo:
+        for i, key in enumerate(todo):
+            if stopping():
+                self.dirty.update(todo[i:])
+                return
             try:
                 self._place(key)
             except Rejected:

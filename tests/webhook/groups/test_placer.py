@@ -334,3 +334,16 @@ def test_waiting_events_change_with_the_reason_but_not_more_often_than_every_30_
     assert [e[2] for e in api.events[4:]] == [
         "required group llama: no leaf has 32 free GPUs for 4 pods; best: leaf-1 with 24"
     ] * 4
+
+
+def test_a_stopping_placer_patches_nothing_more_and_keeps_the_rest_for_later() -> None:
+    # A demoted leader must stop writing before another replica can lead (webhook/leader): once
+    # its stop event is set, reconcile leaves every remaining group dirty for the next leader.
+    api, placer = setup(fabric(64))
+    for group in ("a", "b"):
+        for i in range(2):
+            placer.pod_event("ADDED", api.create(member(i, group=group, size=2)))
+    placer.reconcile(lambda: True)
+    assert api.patches == []
+    placer.reconcile()
+    assert len(api.patches) == 4
