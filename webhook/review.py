@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from itertools import repeat
 from typing import Any, Literal, NotRequired, TypedDict
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
@@ -63,6 +64,38 @@ def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+_NOT_STRUCTURE = bytes(range(256)).translate(None, b'"[]{}')
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth does not care which kind of bracket
+
+
+def text_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
+    """too_deep for the JSON text that json.loads has just accepted, with bytes operations only
+    (about half the cost of walking the decoded value, which is a fifth of a review).
+
+    Escaped backslashes and quotes go first (outside strings there are none, and inside a string
+    removing pairs left to right is how JSON reads them); then only quotes and brackets are kept,
+    the string contents (between quote pairs) dropped, and innermost bracket pairs removed one
+    level per pass (json.loads accepted the text, so brackets pair up). A key that appears twice
+    counts with both values, the one json.loads drops too: deep text is deep input."""
+    skeleton = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    skeleton = skeleton.translate(_ONE_KIND, _NOT_STRUCTURE)
+    brackets = b"".join(skeleton.split(b'"')[::2])
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")  # one level: the innermost pairs
+    return bool(brackets)
+
+
+def _deep(body: bytes, data: Any) -> bool:
+    # The text check reads UTF-8 with the object's brace first (what the API server sends); any
+    # other encoding json.loads accepts (UTF-16/32 put NULs after the brace, or leading
+    # whitespace, a BOM) gets the walk of the decoded value.
+    if body[:1] == b"{" and body[1:2] != b"\x00":
+        return text_too_deep(body)
+    return too_deep(data)
+
+
 def _ours(pod: dict[str, Any]) -> bool:
     meta = pod.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
@@ -111,7 +144,7 @@ def parse(body: bytes) -> Request:
         raise BadReview("request.object is not a pod object")
     if not isinstance(obj, dict):
         obj = {}
-    if _ours(obj) and too_deep(data):
+    if _ours(obj) and _deep(body, data):
         raise BadReview(f"body nests deeper than {MAX_DEPTH} levels")
     namespace = req.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
@@ -129,7 +162,7 @@ def _is_map(value: object, of_str: bool = False) -> bool:
 
 
 def _list_of_maps(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    return isinstance(value, list) and all(map(isinstance, value, repeat(dict)))
 
 
 def _is_requirement(value: object) -> bool:
@@ -231,7 +264,7 @@ def allowed(uid: str, patch: list[dict[str, Any]] | None, warnings: list[str]) -
     out: Response = {"uid": uid, "allowed": True}
     if patch:
         out["patchType"] = "JSONPatch"
-        out["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+        out["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
     if warnings:
         out["warnings"] = warnings
     return out

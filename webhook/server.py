@@ -62,11 +62,17 @@ async def read_body(request: web.Request, limit: int, seconds: float) -> bytes:
     """The whole body, however many chunks it arrives in, up to `limit` bytes and `seconds`."""
     if request.content_length is not None and request.content_length > limit:
         raise BodyError(f"body larger than {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
+    content = request.content
     try:
+        if content.is_eof():  # all of it arrived with the head (a review usually does): no wait
+            body = content.read_nowait()
+            if len(body) > limit:
+                raise BodyError(f"body larger than {limit} bytes")
+            return body
+        chunks: list[bytes] = []
+        size = 0
         async with asyncio.timeout(seconds):
-            while chunk := await request.content.read(READ_CHUNK):
+            while chunk := await content.read(READ_CHUNK):
                 size += len(chunk)
                 if size > limit:
                     raise BodyError(f"body larger than {limit} bytes")

@@ -70,11 +70,14 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
 
 
 def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # A decoded review holds plain dicts: `type is dict` spares the ABC check (admission runs this).
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _list(value: object) -> list[Mapping[str, Any]]:
-    return [c for c in value if isinstance(c, Mapping)] if isinstance(value, list) else []
+    if not isinstance(value, list):
+        return []
+    return [c for c in value if type(c) is dict or isinstance(c, Mapping)]
 
 
 def pod_gpus(spec: Mapping[str, Any]) -> int:
