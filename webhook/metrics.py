@@ -21,6 +21,7 @@ class WebhookMetrics:
             ["outcome"],
             registry=r,
         )
+        self._outcome_children: dict[str, Counter] = {}
         self.cache_nodes = Gauge(
             "gpufabric_webhook_cache_nodes", "GpuNodeStatus objects in the cache", registry=r
         )
@@ -104,6 +105,14 @@ class WebhookMetrics:
             "1 while this replica holds the placer Lease",
             registry=r,
         )
+
+    def outcome(self, name: str) -> Counter:
+        """The admissions counter of one outcome (labels() validates and locks on every call;
+        the webhook counts every review)."""
+        child = self._outcome_children.get(name)
+        if child is None:
+            child = self._outcome_children[name] = self.outcomes.labels(outcome=name)
+        return child
 
     def decided(self, level: str, outcome: str, seconds: float) -> None:
         self.group_decisions.labels(level=level, outcome=outcome).inc()

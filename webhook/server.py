@@ -47,6 +47,8 @@ METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
 # The watches behind the cache (serve sets it): /readyz names the ones that are failing.
 WATCHES_KEY: web.AppKey[list[ListWatch]] = web.AppKey("watches")
 GUARD_KEY = web.AppKey("guard", ConnectionGuard)
+# json.dumps's output without its per-container cycle check (a reply is a fresh tree).
+_encode = json.JSONEncoder(check_circular=False).encode
 
 
 class BodyError(ValueError):
@@ -54,7 +56,7 @@ class BodyError(ValueError):
 
 
 def _bad(message: str, metrics: WebhookMetrics) -> web.Response:
-    metrics.outcomes.labels(outcome="bad_request").inc()
+    metrics.outcome("bad_request").inc()
     return web.json_response({"error": message}, status=400)
 
 
@@ -140,14 +142,12 @@ async def mutate_handler(request: web.Request) -> web.Response:
     except BodyError as err:
         return _bad(str(err), metrics)
     out = reply(body, request.app[CACHE_KEY], request.app[SETTINGS_KEY])
-    metrics.outcomes.labels(outcome=out.outcome).inc()
+    metrics.outcome(out.outcome).inc()
     if out.status == 200:
         metrics.duration.observe(time.perf_counter() - started)
     if out.outcome in ("denied", "warned", "error"):
         log.info("admission", extra={"uid": out.uid, "outcome": out.outcome})
-    return web.Response(
-        body=json.dumps(out.body), status=out.status, content_type="application/json"
-    )
+    return web.Response(body=_encode(out.body), status=out.status, content_type="application/json")
 
 
 async def healthz(request: web.Request) -> web.Response:
