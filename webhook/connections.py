@@ -5,8 +5,9 @@ aiohttp keeps an idle connection for 3,630 s and has no limit on their number, a
 layer gives every connection a 256 KiB read buffer (asyncio.sslproto.SSLProtocol.max_size): 1,000
 idle TLS connections cost ~280 MB. Here:
 - `Limits.idle_timeout`: a connection that has no request in progress is closed once it has been
-  so for this long, counted from the handshake or the end of the last response. It is both the
-  keep-alive timeout and the time a client has to send a whole request head (slow senders).
+  so for this long, counted from the handshake or the end of the last response (as the guard
+  sees it: at most one sweep interval, <= 1 s, late). It is both the keep-alive timeout and the
+  time a client has to send a whole request head (slow senders).
 - `Limits.max_connections`: at the cap, a new connection closes the connection idle the longest;
   when every connection is busy, the new one is closed instead.
 - `Limits.handshake_timeout` bounds a TLS handshake; `Limits.body_timeout` (applied by the
@@ -27,9 +28,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
 TLS_RECORD = 16 * 1024  # the largest TLS plaintext record (RFC 8446 §5.1)
+# aiohttp's protocol says whether it is handling a request and counts the requests it handled:
+# the guard reads both when it sweeps or is at the cap (O(connections), at most once a second)
+# and so needs no hook per request (a middleware cost a review 4-5 % of a bare server's CPU).
+# An aiohttp without them gets the middleware (make_app asks `needs_middleware`).
+CONNECTION_LEVEL = {"_request_in_progress", "_request_count"} <= set(
+    getattr(RequestHandler, "__slots__", ())
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +55,9 @@ class _Tracked(asyncio.Protocol):
     def __init__(self, inner: Any, guard: ConnectionGuard) -> None:
         self.inner, self.guard = inner, guard
         self.transport: asyncio.BaseTransport | None = None
-        self.busy = 0  # requests in progress
+        self.busy = 0  # requests in progress (the middleware's count)
         self.idle_since = 0.0
+        self.handled = 0  # requests aiohttp had handled when the guard last looked
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -75,6 +85,18 @@ class _Tracked(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def in_progress(self) -> bool:
+        return self.busy > 0 or (CONNECTION_LEVEL and bool(self.inner._request_in_progress))
+
+    def look(self, now: float) -> None:
+        """Without the middleware: a request in progress, or one handled since the last look,
+        makes the connection idle from now on."""
+        if not CONNECTION_LEVEL:
+            return
+        handled: int = self.inner._request_count
+        if handled != self.handled or self.inner._request_in_progress:
+            self.handled, self.idle_since = handled, now
+
 
 class ConnectionGuard:
     """Protocol factory in front of aiohttp's server that enforces Limits (see the module doc)."""
@@ -94,10 +116,16 @@ class ConnectionGuard:
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    @property
+    def needs_middleware(self) -> bool:
+        return not CONNECTION_LEVEL
+
     def opened(self, conn: _Tracked) -> None:
-        conn.idle_since = self._now()
+        conn.idle_since = now = self._now()
         if len(self.live) >= self.limits.max_connections:
-            idle = [c for c in self.live.values() if not c.busy]
+            for c in self.live.values():
+                c.look(now)
+            idle = [c for c in self.live.values() if not c.in_progress()]
             if not idle:
                 self.refused += 1
                 conn.close()
@@ -114,8 +142,11 @@ class ConnectionGuard:
 
     def sweep(self) -> int:
         """Close connections idle longer than the idle timeout; returns how many."""
-        deadline = self._now() - self.limits.idle_timeout
-        stale = [c for c in self.live.values() if not c.busy and c.idle_since < deadline]
+        now = self._now()
+        for c in self.live.values():
+            c.look(now)
+        deadline = now - self.limits.idle_timeout
+        stale = [c for c in self.live.values() if not c.in_progress() and c.idle_since < deadline]
         for c in stale:
             self.live.pop(c.inner, None)
             c.close()
@@ -132,7 +163,8 @@ class ConnectionGuard:
     async def middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        """Marks the connection busy while a request is handled."""
+        """Marks the connection busy while a request is handled (only where aiohttp does not
+        say so itself: see CONNECTION_LEVEL)."""
         conn = self.live.get(request.protocol)
         if conn is None:
             return await handler(request)

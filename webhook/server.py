@@ -183,7 +183,8 @@ def make_app(
     limits: Limits | None = None,
 ) -> web.Application:
     guard = ConnectionGuard(limits or Limits())
-    app = web.Application(client_max_size=MAX_BODY, middlewares=[guard.middleware])
+    middlewares = [guard.middleware] if guard.needs_middleware else []
+    app = web.Application(client_max_size=MAX_BODY, middlewares=middlewares)
     app[GUARD_KEY] = guard
     app[CACHE_KEY] = cache
     app[SETTINGS_KEY] = settings

@@ -193,3 +193,31 @@ async def test_at_the_cap_with_every_connection_busy_the_new_one_is_closed() -> 
     finally:
         release.set()
         await runner.cleanup()
+
+
+async def test_a_request_in_progress_outlasts_the_idle_timeout() -> None:
+    """The guard reads "request in progress" from aiohttp's protocol (no middleware): a handler
+    slower than the idle timeout keeps its connection, which closes once idle afterwards."""
+    release = asyncio.Event()
+    app = make_app(golden_cache(), Settings(), limits=Limits(idle_timeout=0.4))
+
+    async def hold(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text="done")
+
+    app.router.add_get("/hold", hold)
+    runner = runner_for(app)
+    await runner.setup()
+    site = await start_https(runner, "127.0.0.1", 0, None)
+    try:
+        reader, writer = await _open(f"http://127.0.0.1:{site.port}")
+        writer.write(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert not await _closed(reader, 1.2)  # three idle timeouts, three sweeps
+        release.set()
+        assert b"done" in await asyncio.wait_for(reader.readuntil(b"done"), 2)
+        assert await _closed(reader, 2)
+        assert site.guard.timed_out + site.guard.evicted <= 1
+        writer.close()
+    finally:
+        release.set()
+        await runner.cleanup()
