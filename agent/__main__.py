@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -199,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # `probe ... | head`: the reader left; not an error worth a line.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        from common import cli
+
+        return cli.reader_left()
     except Exception as err:  # a person reads this: one line, never a traceback
         line = _error_line(err)
         if line is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import metadata
 
@@ -47,3 +48,9 @@ def os_error(err: OSError) -> str:
 def fail(prog: str, message: str) -> int:
     print(f"{prog}: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+def reader_left() -> int:
+    """`... | head` closed our stdout: not an error worth a line; keep exit's flush quiet too."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

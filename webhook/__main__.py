@@ -201,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli.fail(PROG, str(err))
     except ModuleNotFoundError as err:
         return cli.fail(PROG, cli.missing_module(err))
+    except BrokenPipeError:
+        return cli.reader_left()
     except OSError as err:
         return cli.fail(PROG, cli.os_error(err))
     except yaml.YAMLError as err:  # a subcommand's own YAML input

@@ -344,3 +344,19 @@ def test_a_missing_extra_is_named_even_at_import_time(module: str, argv: list[st
     )
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'gpufabric[webhook]'" in one_line(proc.stderr)
+
+
+def test_a_reader_that_leaves_early_is_not_an_error() -> None:
+    # `gpufabric-webhook mutate ... | head -c 10`: stdout closes before the document is written.
+    argv = ["mutate", "--pod", TP8, "--status", str(GOLDEN), "-o", "json"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "webhook", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0
+    assert "Broken pipe" not in err and "Traceback" not in err
