@@ -9,8 +9,9 @@ from webhook import review as rv
 from webhook.cache import FabricCache
 from webhook.groups.admit import admit_group
 from webhook.groups.capacity import pod_gpus
+from webhook.groups.names import ANN_GROUP
 from webhook.placement import Settings, mutate
-from webhook.requirements import Invalid, has_fabric_annotations, requirements
+from webhook.requirements import Invalid, annotations_of, has_fabric_annotations, requirements
 
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 
@@ -39,11 +40,12 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
+    grouped = annotations_of(pod).get(ANN_GROUP) is not None  # only a group uses the GPU count
     group = admit_group(
         pod,
         request["operation"],
         settings.largest_spine_gpus or (lambda: None),
-        pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}),
+        pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
     )
     try:
         req = requirements(pod, namespace, cache.claim)
