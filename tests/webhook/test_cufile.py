@@ -12,9 +12,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 import yaml
 
 from common.jsonc import loads
+from tests.fakes.http import reply, start
 from tests.test_manifests import find, render
 from tests.webhook.helpers import POLICY, golden_cache, pod, review
 from webhook import cufile
@@ -179,18 +179,12 @@ def apiserver(tmp_path: Path) -> Iterator[Path]:
                 if name == "secret-cm"
                 else (404, NOT_FOUND)
             )
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, code, json.dumps(body).encode())
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start(Handler)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         yaml.safe_dump(

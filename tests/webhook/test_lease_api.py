@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from tests.fakes.http import reply, start
 from webhook.leader import Conflict, Lease, LeaseError
 from webhook.leader.kube import KubeLeaseApi
 
@@ -44,19 +44,14 @@ def server() -> Iterator[tuple[KubeLeaseApi, list[dict[str, Any]]]]:
             seen.append({"method": self.command, "path": self.path, "body": body})
             response = next(answers)["response"]
             data = (json.dumps(response["body"], separators=(",", ":")) + "\n").encode()
-            self.send_response(response["status"])
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, response["status"], data)
 
         do_GET = do_POST = do_PUT = _answer  # noqa: N815 - http.server handler names
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = start(Handler)
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
     yield KubeLeaseApi(client.ApiClient(cfg), "gpufabric-system"), seen

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client
 
 from agent.kube import watch_node
+from tests.fakes.http import reply, start
 from webhook.kube import node_list_watch
 from webhook.watch import Gone
 
@@ -66,18 +67,12 @@ def stub() -> Iterator[tuple[Stub, client.ApiClient]]:
                     "metadata": {"resourceVersion": "50", "continue": "page2"},
                     "items": [meta("n1", "u1", "40")],
                 }
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, 200, json.dumps(body).encode())
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = start(Handler)
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
     yield state, client.ApiClient(cfg)
