@@ -193,69 +193,90 @@ def _json_type(value: object) -> str:
     return "a list" if isinstance(value, list) else "a string"
 
 
+_ABSENT: Any = object()  # a key not in the object (an explicit null is a wrong type)
+_OBJECT, _STRINGS, _LIST = "an object", "a map of strings", "a list of objects"
+_PREF = "preferredDuringSchedulingIgnoredDuringExecution"
+_REQ = "requiredDuringSchedulingIgnoredDuringExecution"
+_AFF = "spec.affinity.nodeAffinity."
+_TERMS = _AFF + _REQ + ".nodeSelectorTerms"
+
+
+def _wrong(out: list[str], where: str, value: object, what: str) -> None:
+    if value is not _ABSENT:
+        out.append(f"{where} is {_json_type(value)}, not {what}")
+
+
 def pod_problems(pod: dict[str, Any]) -> list[str]:
     """Fields the webhook reads or extends that do not have their Kubernetes type, named by path.
 
     The API server decodes a pod into its typed struct before admission, so a real review never
     has these (nor an explicit null: empty fields are left out); checking them once here lets every
-    later step index and extend the pod without guarding.
+    later step index and extend the pod without guarding. One pass, inline: it runs on every
+    fabric review.
     """
     out: list[str] = []
-
-    def check(parent: dict[str, Any], key: str, where: str, ok: Any, what: str) -> Any:
-        """parent[key] when present and of the right type, else None (and a problem if present)."""
-        if key not in parent:
-            return None
-        value = parent[key]
-        if value is None or not ok(value):
-            out.append(f"{where} is {_json_type(value)}, not {what}")
-            return None
-        return value
-
-    def obj(value: object) -> bool:
-        return _is_map(value)
-
-    def strings(value: object) -> bool:
-        return _is_map(value, True)
-
-    meta = check(pod, "metadata", "metadata", obj, "an object")
-    if meta is not None:
-        check(meta, "annotations", "metadata.annotations", obj, "an object")
-        check(meta, "labels", "metadata.labels", strings, "a map of strings")
-        check(meta, "namespace", "metadata.namespace", lambda v: isinstance(v, str), "a string")
-    spec = check(pod, "spec", "spec", obj, "an object")
-    if spec is None:
+    get = pod.get
+    meta = get("metadata", _ABSENT)
+    if isinstance(meta, dict):
+        if not isinstance(v := meta.get("annotations", _ABSENT), dict):
+            _wrong(out, "metadata.annotations", v, _OBJECT)
+        if not _is_map(v := meta.get("labels", _ABSENT), True):
+            _wrong(out, "metadata.labels", v, _STRINGS)
+        if not isinstance(v := meta.get("namespace", _ABSENT), str):
+            _wrong(out, "metadata.namespace", v, "a string")
+    else:
+        _wrong(out, "metadata", meta, _OBJECT)
+    spec = get("spec", _ABSENT)
+    if not isinstance(spec, dict):
+        _wrong(out, "spec", spec, _OBJECT)
         return out
-    check(spec, "nodeSelector", "spec.nodeSelector", strings, "a map of strings")
-    for key in ("containers", "volumes", "schedulingGates"):
-        check(spec, key, f"spec.{key}", _list_of_maps, "a list of objects")
-    containers = spec.get("containers")
-    for i, c in enumerate(containers if _list_of_maps(containers) else []):
-        where = f"spec.containers[{i}]"
-        res = check(c, "resources", f"{where}.resources", obj, "an object")
-        if res is not None:
-            check(res, "limits", f"{where}.resources.limits", obj, "an object")
-        for key in ("env", "volumeMounts"):
-            check(c, key, f"{where}.{key}", _list_of_maps, "a list of objects")
-    aff = check(spec, "affinity", "spec.affinity", obj, "an object")
-    node_aff = check(aff or {}, "nodeAffinity", "spec.affinity.nodeAffinity", obj, "an object")
-    if node_aff is None:
+    if not _is_map(v := spec.get("nodeSelector", _ABSENT), True):
+        _wrong(out, "spec.nodeSelector", v, _STRINGS)
+    containers = spec.get("containers", _ABSENT)
+    if not _list_of_maps(containers):
+        _wrong(out, "spec.containers", containers, _LIST)
+        containers = ()
+    for key in ("volumes", "schedulingGates"):
+        if not _list_of_maps(v := spec.get(key, _ABSENT)):
+            _wrong(out, f"spec.{key}", v, _LIST)
+    for i, c in enumerate(containers):
+        res = c.get("resources", _ABSENT)
+        if isinstance(res, dict):
+            if not isinstance(v := res.get("limits", _ABSENT), dict):
+                _wrong(out, f"spec.containers[{i}].resources.limits", v, _OBJECT)
+        else:
+            _wrong(out, f"spec.containers[{i}].resources", res, _OBJECT)
+        if not _list_of_maps(v := c.get("env", _ABSENT)):
+            _wrong(out, f"spec.containers[{i}].env", v, _LIST)
+        if not _list_of_maps(v := c.get("volumeMounts", _ABSENT)):
+            _wrong(out, f"spec.containers[{i}].volumeMounts", v, _LIST)
+    aff = spec.get("affinity", _ABSENT)
+    if not isinstance(aff, dict):
+        _wrong(out, "spec.affinity", aff, _OBJECT)
         return out
-    where = "spec.affinity.nodeAffinity."
-    pref_key, req_key = (
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    )
-    check(node_aff, pref_key, where + pref_key, _list_of_maps, "a list of objects")
-    req = check(node_aff, req_key, where + req_key, obj, "an object")
-    where += req_key + ".nodeSelectorTerms"
-    terms = check(req or {}, "nodeSelectorTerms", where, _list_of_maps, "a list of objects")
-    for i, term in enumerate(terms or []):
-        at = f"{where}[{i}].matchExpressions"
-        exprs = check(term, "matchExpressions", at, _list_of_maps, "a list of objects")
-        for j, e in enumerate(exprs or []):
+    node_aff = aff.get("nodeAffinity", _ABSENT)
+    if not isinstance(node_aff, dict):
+        _wrong(out, "spec.affinity.nodeAffinity", node_aff, _OBJECT)
+        return out
+    if not _list_of_maps(v := node_aff.get(_PREF, _ABSENT)):
+        _wrong(out, _AFF + _PREF, v, _LIST)
+    req = node_aff.get(_REQ, _ABSENT)
+    if not isinstance(req, dict):
+        _wrong(out, _AFF + _REQ, req, _OBJECT)
+        return out
+    terms = req.get("nodeSelectorTerms", _ABSENT)
+    if not _list_of_maps(terms):
+        _wrong(out, _TERMS, terms, _LIST)
+        return out
+    for i, term in enumerate(terms):
+        exprs = term.get("matchExpressions", _ABSENT)
+        if not _list_of_maps(exprs):
+            _wrong(out, f"{_TERMS}[{i}].matchExpressions", exprs, _LIST)
+            continue
+        for j, e in enumerate(exprs):
             if not _is_requirement(e):
-                out.append(f"{at}[{j}] is not a requirement {{key, operator, values}}")
+                at = f"{_TERMS}[{i}].matchExpressions[{j}]"
+                out.append(f"{at} is not a requirement {{key, operator, values}}")
     return out
 
 
