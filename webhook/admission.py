@@ -22,7 +22,11 @@ class Answer:
     outcome: Outcome
 
 
-def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer:
+def admit(
+    request: rv.Request, cache: FabricCache, settings: Settings, owned: bool = False
+) -> Answer:
+    """`owned`: the caller hands over the request (freshly decoded, read by no one after), so the
+    pod is edited in place rather than copied; the answer is the same."""
     uid = request["uid"]
     pod: dict[str, Any] = request["object"]
     if request["operation"] not in ("CREATE", "UPDATE") or not has_fabric_annotations(pod):
@@ -54,7 +58,7 @@ def admit(request: rv.Request, cache: FabricCache, settings: Settings) -> Answer
         return Answer(rv.denied(uid, f"gpufabric: {problems}"), "denied")
     if group.problems:
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
-    decision = mutate(pod, req, cache.groups(), settings)
+    decision = mutate(pod, req, cache.groups(), settings, in_place=owned)
     ops = decision.ops + group.ops  # disjoint paths: gate and label vs the rest
     warnings = decision.warnings + group.warnings
     outcome: Outcome = "warned" if warnings else "mutated" if ops else "untouched"

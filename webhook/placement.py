@@ -212,16 +212,19 @@ def mutate(
     req: Requirements,
     groups: Fleet | Sequence[Group],
     settings: Settings,
+    in_place: bool = False,
 ) -> Decision:
+    """`in_place` edits `pod` itself (see PodEdit): for a caller that owns it and needs only the
+    ops; the decision's pod is then that same object."""
     fleet = _fleet(groups)
-    edit = PodEdit(pod)
     p = plan(req)
+    query = query_of(pod, p.conds)  # the pod as it came (before the edits below, in place or not)
+    edit = PodEdit(pod, in_place)
     warnings: list[str] = []
     if p.required:
         edit.add_required([n.expr for n in p.required])
     for weight, needs in p.preferred:
         edit.add_preferred(weight, [n.expr for n in needs])
-    query = query_of(pod, p.conds)
     found = fleet.candidates(query)
     if not found.nodes:
         unmet = "; ".join(_unmet(p, fleet)) or "the pod's own node affinity"

@@ -78,8 +78,10 @@ def copy_expr(expr: Expr) -> Expr:
 
 
 class PodEdit:
-    def __init__(self, pod: Mapping[str, Any]) -> None:
-        self.pod = _writable(pod)
+    def __init__(self, pod: Mapping[str, Any], in_place: bool = False) -> None:
+        # in_place: the caller owns the pod and needs only the ops (the server, whose pod was
+        # just decoded from the request body): edit it directly instead of copying the paths.
+        self.pod = pod if in_place and isinstance(pod, dict) else _writable(pod)
         self.ops: list[dict[str, Any]] = []
         self.root: Node = (self.pod, "", False)
         # Objects this edit created (alive in self.pod, so their ids stay unique): an edit that

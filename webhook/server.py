@@ -124,7 +124,7 @@ def reply(body: bytes, cache: FabricCache, settings: Settings) -> Reply:
         log.exception("review parsing failed", extra={"bytes": len(body)})
         return Reply(400, {"error": "body is not a readable AdmissionReview"}, "bad_request")
     try:
-        answer = admit(parsed, cache, settings)
+        answer = admit(parsed, cache, settings, owned=True)  # parsed just now, for this only
     except Exception:  # last resort: log it, answer cleanly (see _last_resort)
         log.exception("admission failed", extra={"uid": parsed["uid"]})
         answer = _last_resort(parsed)

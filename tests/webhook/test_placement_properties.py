@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonpatch
@@ -128,6 +129,13 @@ def test_mutation_properties(pod: dict[str, Any], cache: FabricCache, tuning: bo
     original = copy.deepcopy(pod)
     decision = mutate(pod, req, cache.groups(), s)
     assert pod == original, "mutate must not touch its input"
+
+    # In place (the server's way: it owns the decoded pod): the same ops and the same pod.
+    owned = copy.deepcopy(original)
+    in_place = mutate(owned, req, cache.groups(), s, in_place=True)
+    assert in_place.pod is owned and owned == decision.pod
+    assert json.dumps(in_place.ops) == json.dumps(decision.ops)
+    assert in_place.warnings == decision.warnings
 
     # The JSONPatch applies cleanly and yields the mutated pod.
     ops = diff(pod, decision.pod)
