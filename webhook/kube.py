@@ -33,9 +33,12 @@ _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,a
 _META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
-def _events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Iterator[Obj]:
-    """Watch events of a list call from `version` as {"type", "object"} dicts; 410 -> Gone."""
-    w = watch.Watch()
+def watch_events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Iterator[Obj]:
+    """Watch events of a list call from `version` as {"type", "object"} dicts; 410 -> Gone.
+
+    Plain dicts (no client model built per event); ERROR events still raise; a read timeout bounds
+    a connection that went quiet without closing."""
+    w = watch.Watch(return_type="object")
     try:
         for event in w.stream(
             list_fn,
@@ -75,7 +78,7 @@ def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister
                 return items, str(data["metadata"].get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
-        return _events(
+        return watch_events(
             objects.list_cluster_custom_object, api.GROUP, api.VERSION, plural, version=version
         )
 
@@ -105,21 +108,7 @@ def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
                 return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
-        w = watch.Watch(return_type="object")  # dicts; ERROR events still raise
-        try:
-            for event in w.stream(
-                core.list_node,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=_WATCH_SECONDS,
-                _headers={"Accept": _META_WATCH},
-                _request_timeout=_WATCH_READ_TIMEOUT,
-            ):
-                yield {"type": event["type"], "object": event["object"]}
-        except ApiException as err:
-            if err.status == 410:
-                raise Gone() from err
-            raise
+        return watch_events(core.list_node, version=version, _headers={"Accept": _META_WATCH})
 
     return lister, watcher
 
@@ -195,7 +184,7 @@ def configmap_list_watch(
         return items, str(data.metadata.resource_version or "")
 
     def watcher(version: str) -> Iterable[Obj]:
-        return _events(
+        return watch_events(
             core.list_namespaced_config_map, namespace, field_selector=selector, version=version
         )
 

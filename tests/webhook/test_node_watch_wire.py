@@ -1,4 +1,4 @@
-"""The Node metadata list/watch (webhook) and the agent's own-Node watch, through the real
+"""The Node metadata list/watch (webhook), the placer's pod watch and the agent's own-Node watch, through the real
 kubernetes client over loopback HTTP: the PartialObjectMetadata Accept headers, paging, a
 chunked watch stream with a BOOKMARK, and an expired watch (HTTP 200 + ERROR 410, as captured in
 ../shared/reference/k8s-wire/watch/watch-410-too-old-rv.jsonl)."""
@@ -18,6 +18,8 @@ from kubernetes import client
 
 from agent.kube import watch_node
 from tests.fakes.http import reply, start
+from webhook.groups.kube import _LIVE, core_list_watch
+from webhook.groups.slim import slim_pod
 from webhook.kube import node_list_watch
 from webhook.watch import Gone
 
@@ -133,3 +135,30 @@ def test_the_agent_watches_only_its_own_node_and_reports_its_uid(
     watch_node(api_client, "n1", on_uid, stop)
     assert seen == ["u1", None, "u9"]
     assert all(q.get("fieldSelector") == ["metadata.name=n1"] for _, q, _ in state.requests)
+
+
+def test_the_placer_watches_live_pods_as_slim_dicts_and_an_expired_watch_is_gone(
+    stub: tuple[Stub, client.ApiClient],
+) -> None:
+    state, api_client = stub
+    pod = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "51"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "big/image:1"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    state.watch_lines = [
+        line("ADDED", pod),
+        line("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "60"}}),
+    ]
+    _, watcher = core_list_watch(api_client, "pods", _LIVE)
+    events = list(watcher("50"))
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[0]["object"] == slim_pod(pod)  # a plain dict, only what placement reads
+    _, query, _ = state.requests[-1]
+    assert query["fieldSelector"] == [_LIVE] and query["resourceVersion"] == ["50"]
+    assert query["allowWatchBookmarks"] == ["true"]
+    state.watch_lines = [(WIRE / "watch-410-too-old-rv.jsonl").read_bytes()]
+    with pytest.raises(Gone):
+        list(watcher("1"))

@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.slim import slim_node, slim_pod
-from webhook.watch import Gone, Lister, ListWatch, Obj, Watcher
+from webhook.kube import watch_events
+from webhook.watch import Lister, ListWatch, Obj, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
@@ -59,22 +60,11 @@ def core_list_watch(
                 return items, str(data["metadata"].get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
-        try:
-            for event in watch.Watch().stream(
-                method,
-                resource_version=version,
-                field_selector=field_selector or None,
-                allow_watch_bookmarks=True,
-                timeout_seconds=300,
-            ):
-                obj = event["raw_object"]
-                if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                    obj = slim(obj)
-                yield {"type": event["type"], "object": obj}
-        except ApiException as err:
-            if err.status == 410:
-                raise Gone() from err
-            raise
+        for event in watch_events(method, version=version, field_selector=field_selector or None):
+            obj = event["object"]
+            if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                obj = slim(obj)
+            yield {"type": event["type"], "object": obj}
 
     return lister, watcher
 
