@@ -62,14 +62,19 @@ class KubePublisher:
                 raise PublishError(f"API discovery failed: {err}") from err
         return self._resource
 
-    def current(self, node: str) -> dict[str, Any] | None:
+    def _get(self, node: str) -> dict[str, Any] | None:
+        """The node's GpuNodeStatus object as a dict (None: it does not exist)."""
         try:
             obj = self._res().get(name=node, _request_timeout=_REQUEST_TIMEOUT)
         except NotFoundError:
             return None
         except (ApiException, DynamicApiError, HTTPError, OSError) as err:
             raise PublishError(f"get {node}: {err}") from err
-        status = obj.to_dict().get("status")
+        found: dict[str, Any] = obj.to_dict()
+        return found
+
+    def current(self, node: str) -> dict[str, Any] | None:
+        status = (self._get(node) or {}).get("status")
         return status if isinstance(status, dict) else None
 
     def node_uid(self, node: str) -> str | None:
@@ -85,13 +90,10 @@ class KubePublisher:
         return str(meta.uid)
 
     def owner_of(self, node: str) -> str | None:
-        try:
-            obj = self._res().get(name=node, _request_timeout=_REQUEST_TIMEOUT)
-        except NotFoundError:
+        obj = self._get(node)
+        if obj is None:
             return None
-        except (ApiException, DynamicApiError, HTTPError, OSError) as err:
-            raise PublishError(f"get {node}: {err}") from err
-        refs = (obj.to_dict().get("metadata") or {}).get("ownerReferences") or []
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
         uids = [r.get("uid") for r in refs if r.get("kind") == "Node" and r.get("name") == node]
         if uids:
             self._owned_by[node] = str(uids[0])
