@@ -6,7 +6,8 @@ each term's matchExpressions, containers with their env and volumeMounts, volume
 shared with the original, which is never changed. Each edit records one JSONPatch "add", except
 inside an object the edit itself created: that object's own op carries it (ops hold the live
 objects and are serialized after the last edit). So no diff of the whole pod is needed;
-patch.diff computes the same pod from the outside, and the property tests hold the two together.
+tests/webhook/patch_oracle.py computes the same patch from the outside, and the property tests
+hold the two together.
 """
 
 from __future__ import annotations

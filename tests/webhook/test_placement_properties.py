@@ -14,9 +14,9 @@ from common.labels import hca_profile
 from common.model import Summary
 from common.wire import to_wire
 from tests.webhook.helpers import POLICY, golden_cache, review
+from tests.webhook.patch_oracle import diff
 from webhook.admission import admit
 from webhook.cache import FabricCache
-from webhook.patch import diff
 from webhook.placement import Settings, admitted, mutate
 from webhook.requirements import Invalid, requirements
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.webhook.patch_oracle import diff
 from tests.webhook.test_placement_properties import caches, pods
 from webhook.cache import FabricCache
-from webhook.patch import diff
 from webhook.placement import Settings, mutate, plan, query_of
 from webhook.podedit import PREFERRED, REQUIRED
 from webhook.requirements import Invalid, requirements

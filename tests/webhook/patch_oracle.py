@@ -1,4 +1,7 @@
-"""(original pod, mutated pod) -> JSONPatch. Pure.
+"""Test oracle: (original pod, mutated pod) -> JSONPatch, computed from the outside.
+
+The webhook records its ops while editing (webhook/podedit.py); this independent diff was its
+patch builder before that, and the property tests now hold the two together.
 
 The mutation only adds: keys to objects and items at the end of lists (spec.affinity, spec.volumes,
 each container's env and volumeMounts). `diff` emits exactly those adds, with a whole-value
