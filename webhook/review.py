@@ -70,21 +70,25 @@ _ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth does not care which kind of b
 
 def text_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
     """too_deep for the JSON text that json.loads has just accepted, with bytes operations only
-    (about half the cost of walking the decoded value, which is a fifth of a review).
+    (a fraction of the cost of walking the decoded value).
 
     Escaped backslashes and quotes go first (outside strings there are none, and inside a string
     removing pairs left to right is how JSON reads them); then only quotes and brackets are kept,
     the string contents (between quote pairs) dropped, and innermost bracket pairs removed one
     level per pass (json.loads accepted the text, so brackets pair up). A key that appears twice
     counts with both values, the one json.loads drops too: deep text is deep input."""
-    skeleton = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    skeleton = skeleton.translate(_ONE_KIND, _NOT_STRUCTURE)
+    if b"\\" in body:  # a memchr; the replaces cost a quarter of the check even with no match
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    skeleton = body.translate(_ONE_KIND, _NOT_STRUCTURE)
     # Two adjacent quotes (a string without brackets) go at once: removing them keeps the parity
     # of the quotes before every other byte, so only strings holding brackets need the split.
     skeleton = skeleton.replace(b'""', b"")
     brackets = b"".join(skeleton.split(b'"')[::2]) if b'"' in skeleton else skeleton
-    for _ in range(limit):
-        if not brackets:
+    for level in range(limit):
+        # After `level` passes the depth is `level` plus that of what is left, which is at most
+        # its number of opening brackets: within the limit, the passes can stop (real reviews
+        # stop after one, once the leaves are gone).
+        if level + len(brackets) // 2 <= limit:
             return False
         brackets = brackets.replace(b"[]", b"")  # one level: the innermost pairs
     return bool(brackets)

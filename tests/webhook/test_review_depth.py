@@ -47,3 +47,44 @@ def test_deep_fabric_review_is_400_in_any_encoding(encoding: str) -> None:
         rv.parse(json.dumps(doc).encode(encoding))
     doc["request"]["object"]["spec"]["containers"][0]["args"] = [_nested(rv.MAX_DEPTH - 10)]
     assert rv.parse(json.dumps(doc).encode(encoding))["uid"] == BASE["request"]["uid"]
+
+
+def _chain(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("limit", [2, 3, 8, rv.MAX_DEPTH])
+@pytest.mark.parametrize("over", [-1, 0, 1])
+@pytest.mark.parametrize("siblings", [0, 3, 200])
+def test_bound_is_exact_at_the_limit_however_many_brackets(
+    limit: int, over: int, siblings: int
+) -> None:
+    # The passes stop once the brackets left cannot reach the limit: a chain exactly at the limit
+    # is within it, one more level is not, with or without more brackets than the limit beside it
+    # (shallow objects the first pass removes, or a second chain as deep as the first).
+    depth = limit + over
+    value = [_chain(depth - 1), *[{"k": "v"}] * siblings, *[_chain(depth - 1)] * (siblings > 3)]
+    body = json.dumps(value).encode()
+    assert rv.text_too_deep(body, limit) is (depth > limit)
+    assert rv.too_deep(value, limit) is (depth > limit)
+
+
+@pytest.mark.parametrize(
+    "strings",
+    [
+        ['"[[[['],  # an escaped quote, then brackets: all inside the string
+        ["\\", "[[[[", "]]]]"],  # a string ending in an escaped backslash, then its quote
+        ['\\"[{[{'],  # an escaped backslash, an escaped quote, brackets
+        ["[[[[", "}}}}"],  # brackets inside strings, no backslash anywhere
+        ["\u00e9[[", '"]]'],
+    ],
+)
+def test_brackets_inside_strings_do_not_count(strings: list[str]) -> None:
+    value = [{"s": strings}]  # three levels, whatever the strings hold
+    for ascii_only in (True, False):
+        body = json.dumps(value, ensure_ascii=ascii_only).encode()
+        for limit in (1, 2, 3):
+            assert rv.text_too_deep(body, limit) is (limit < 3), (body, limit)
