@@ -30,6 +30,8 @@ _OPEN_FLAGS = (
 )
 
 FILE, DIR, LINK, OTHER = "file", "dir", "link", "other"
+_KIND_OF = {stat.S_IFREG: FILE, stat.S_IFDIR: DIR, stat.S_IFLNK: LINK}
+_UNSEEN = "?"  # not in a per-pass cache yet (None there is an answer: absent, or loops)
 
 
 class NotRegular(OSError):
@@ -64,15 +66,9 @@ class DiskTree:
     def kind(self, path: str) -> str | None:
         try:
             mode = os.lstat(self.prefix + path).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        except NotADirectoryError:
-            return None
-        if stat.S_ISLNK(mode):
-            return LINK
-        if stat.S_ISDIR(mode):
-            return DIR
-        return FILE if stat.S_ISREG(mode) else OTHER
+        return _KIND_OF.get(stat.S_IFMT(mode), OTHER)
 
     def readlink(self, path: str) -> str:
         return os.readlink(self.prefix + path)
@@ -190,12 +186,15 @@ class HostReader:
         self.tree: HostTree = tree if tree is not None else DiskTree(self.root)
         self.recording: Recording | None = Recording() if record else None
         self.issues: list[str] = []  # "path: what was wrong", for the probe's condition
-        self._dirs: dict[str, str | None] = {}
-        self._kinds: dict[str, str] = {}  # canonical path -> kind, learnt from listdir
+        # One probe pass is one snapshot of the host: within it, a path resolved or an entry's
+        # kind seen once is reused (a link is stat'ed and read once, however many paths cross
+        # it); reset() forgets both, so the next pass sees links swapped in between.
+        self._canon: dict[str, str | None] = {}  # host path -> canonical path, None if it loops
+        self._kinds: dict[str, str | None] = {}  # canonical path -> kind (listdir or lstat)
 
     def reset(self) -> None:
-        """Forget resolved directories and issues; call before each probe pass."""
-        self._dirs.clear()
+        """Forget resolved paths, kinds and issues; call before each probe pass."""
+        self._canon.clear()
         self._kinds.clear()
         self.issues.clear()
 
@@ -207,37 +206,36 @@ class HostReader:
 
     def resolve(self, host_path: str) -> str | None:
         """Canonical host path with every symlink followed inside the root; None if it loops."""
-        return self._dir(host_path.rstrip("/")) if host_path.strip("/") else "/"
+        path = host_path.rstrip("/")
+        return self._canonical(path) if path else "/"
 
-    def _dir(self, parent: str, hops: int = 0) -> str | None:
-        if not parent:
-            return "/"
-        try:
-            return self._dirs[parent]
-        except KeyError:
-            base = self._dirs[parent] = self._resolve(parent, hops)
-            return base
-
-    def _resolve(self, host_path: str, hops: int) -> str | None:
-        parent, _, name = host_path.rstrip("/").rpartition("/")
-        if not name:
-            return "/"
-        base = self._dir(parent, hops)
+    def _canonical(self, path: str, hops: int = 0) -> str | None:
+        """`path` (absolute, no trailing slash) with each component resolved, parents first."""
+        found = self._canon.get(path, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        parent, _, name = path.rpartition("/")
+        base = self._canonical(parent, hops) if parent else "/"
         if base is None:
-            return None
-        return self._step(base, name, hops)
+            found = None
+        elif name in ("", "."):
+            found = base
+        elif name == "..":
+            found = base.rpartition("/")[0] or "/"
+        else:
+            found = self._step(base, f"{base}/{name}" if base != "/" else f"/{name}", hops)
+        self._canon[path] = found
+        return found
 
-    def _step(self, base: str, name: str, hops: int) -> str | None:
-        if name == ".":
-            return base
-        if name == "..":
-            return base.rsplit("/", 1)[0] or "/"
-        candidate = f"{base.rstrip('/')}/{name}"
-        try:
-            kind = self._kinds.get(candidate) or self.tree.kind(candidate)
-        except OSError as err:  # EACCES on a parent: not a link we can see; reads will say why
-            log.debug("cannot stat host path", extra={"path": candidate, "error": str(err)})
-            return candidate
+    def _step(self, base: str, candidate: str, hops: int) -> str | None:
+        """`candidate` (canonical `base` + one name) itself, or where its link leads."""
+        kind = self._kinds.get(candidate, _UNSEEN)
+        if kind is _UNSEEN:
+            try:
+                kind = self._kinds[candidate] = self.tree.kind(candidate)
+            except OSError as err:  # EACCES on a parent: not a link we can see; reads say why
+                log.debug("cannot stat host path", extra={"path": candidate, "error": str(err)})
+                return candidate
         if kind != LINK:
             return candidate
         if hops >= _MAX_HOPS:
@@ -252,17 +250,19 @@ class HostReader:
             self.recording.links[candidate] = target
         joined = target if target.startswith("/") else f"{base.rstrip('/')}/{target}"
         # Lexical: "/.." is "/", so `..` never climbs out of the root.
-        return self._resolve(os.path.normpath(joined), hops + 1)
+        return self._canonical(os.path.normpath(joined).rstrip("/"), hops + 1)
 
     def exists(self, host_path: str) -> bool:
         canonical = self.resolve(host_path)
         if canonical is None:
             return False
-        try:
-            kind = self.tree.kind(canonical)
-        except OSError as err:
-            self.note(host_path, f"cannot check ({err.strerror})")
-            return False
+        kind = self._kinds.get(canonical, _UNSEEN)
+        if kind is _UNSEEN:
+            try:
+                kind = self._kinds[canonical] = self.tree.kind(canonical)
+            except OSError as err:
+                self.note(host_path, f"cannot check ({err.strerror})")
+                return False
         if kind is None:
             return False
         if self.recording is not None and kind == DIR:
@@ -271,12 +271,14 @@ class HostReader:
 
     def read_bytes(self, host_path: str) -> bytes | None:
         parent, _, name = host_path.rpartition("/")
-        fast = self.recording is None and name not in ("", ".", "..")
-        canonical = (
-            f"{base.rstrip('/')}/{name}"
-            if fast and (base := self._dir(parent)) is not None
-            else self.resolve(host_path)
-        )
+        if self.recording is None and name not in ("", ".", ".."):
+            # The directory is resolved (once a pass); the last component is opened O_NOFOLLOW.
+            base = self._canon.get(parent, _UNSEEN)
+            if base is _UNSEEN:
+                base = self._canonical(parent)
+            canonical = None if base is None else f"{base}/{name}" if base != "/" else f"/{name}"
+        else:
+            canonical = self.resolve(host_path)
         if canonical is None:
             return None
         try:
