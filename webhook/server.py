@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import ssl
 import time
@@ -27,6 +26,7 @@ from webhook import review as rv
 from webhook.admission import Answer, admit
 from webhook.cache import FabricCache
 from webhook.connections import ConnectionGuard, GuardedSite, Limits
+from webhook.jsoncodec import dumps
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
 from webhook.requirements import has_fabric_annotations
@@ -47,8 +47,6 @@ METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
 # The watches behind the cache (serve sets it): /readyz names the ones that are failing.
 WATCHES_KEY: web.AppKey[list[ListWatch]] = web.AppKey("watches")
 GUARD_KEY = web.AppKey("guard", ConnectionGuard)
-# json.dumps's output without its per-container cycle check (a reply is a fresh tree).
-_encode = json.JSONEncoder(check_circular=False).encode
 
 
 class BodyError(ValueError):
@@ -147,7 +145,8 @@ async def mutate_handler(request: web.Request) -> web.Response:
         metrics.duration.observe(time.perf_counter() - started)
     if out.outcome in ("denied", "warned", "error"):
         log.info("admission", extra={"uid": out.uid, "outcome": out.outcome})
-    return web.Response(body=_encode(out.body), status=out.status, content_type="application/json")
+    # Compact JSON (json.dumps(..., separators=(",", ":"))'s bytes): the reply is only parsed.
+    return web.Response(body=dumps(out.body), status=out.status, content_type="application/json")
 
 
 async def healthz(request: web.Request) -> web.Response:
