@@ -9,7 +9,8 @@ surrogates, UTF-16/32, a BOM, nesting over 1024) or refuses with its own message
 Encoding: it writes non-ASCII and DEL raw where json (ensure_ascii) escapes them, and refuses
 integers beyond 64 bits, non-string keys and subclasses (with the passthrough options). Each of
 those cases is detected cheaply and handed to the standard library, so results, bytes and
-exceptions are the standard library's in every case (tests/webhook/test_jsoncodec.py).
+exceptions are the standard library's in every case (RecursionError included, for callers less
+than 480 frames deep; tests/webhook/test_jsoncodec.py).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ _DIGITS = bytes.maketrans(b"0123456789", b"0" * 10)
 _RUN = b"0" * 19  # -2**63 - 1 and 2**64 have 19 and 20 digits: anything shorter fits 64 bits
 # json.loads recurses once per level and raises RecursionError when the caller's stack plus the
 # depth passes the recursion limit (1000); orjson goes to 1024. Up to this many opening brackets
-# (so levels) the two agree for any caller less than 488 frames deep. Reviews have 60-200.
+# (so levels) the two agree for any caller less than 480 frames deep. Reviews have 60-200.
 _LEVELS = 512
+_NOT_OPENING = bytes(range(256)).translate(None, b"[{")
 
 
 def _orjson_reads(body: bytes) -> bool:
@@ -32,7 +34,7 @@ def _orjson_reads(body: bytes) -> bool:
     19 digits (orjson makes an integer beyond 64 bits a float). A run of 19 covers two
     consecutive multiples of 9, so the bytes at every 9th position show two adjacent digits
     first: that sample costs half of the full scan, which only runs then."""
-    if len(body) - len(body.translate(None, b"[{")) > _LEVELS:
+    if len(body.translate(None, _NOT_OPENING)) > _LEVELS:
         return False
     return b"00" not in body[::9].translate(_DIGITS) or _RUN not in body.translate(_DIGITS)
 
