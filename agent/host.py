@@ -215,7 +215,9 @@ class HostReader:
         if found is not _UNSEEN:
             return found
         parent, _, name = path.rpartition("/")
-        base = self._canonical(parent, hops) if parent else "/"
+        base = self._canon.get(parent, _UNSEEN) if parent else "/"
+        if base is _UNSEEN:
+            base = self._canonical(parent, hops)
         if base is None:
             found = None
         elif name in ("", "."):

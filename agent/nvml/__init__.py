@@ -7,6 +7,7 @@ the gather snapshot and the test fakes share one shape.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from common.wire import from_wire, to_wire
@@ -107,6 +108,7 @@ def snapshot_of(backend: NvmlBackend) -> dict[str, Any]:
         return {"error": {"reason": err.reason, "message": err.message}}
 
 
+@lru_cache(maxsize=1024)  # every NVLink names its peer: 144 links, a dozen distinct ids per probe
 def normalize_bus_id(bus_id: str) -> str:
     """NVML "00000000:1A:00.0" -> sysfs "0000:1a:00.0"; wider domains (VMD "10000:") are kept."""
     text = bus_id.strip().lower()

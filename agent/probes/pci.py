@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from agent import values
 from agent.host import HostReader
@@ -58,7 +58,9 @@ class PciTree:
         return self.functions.get(bus_id)
 
 
-def locality_of(reader: HostReader, bus_id: str) -> Locality | None:
+def locality_of(
+    reader: HostReader, bus_id: str, numa_node: int = -1, local_cpus: str = ""
+) -> Locality | None:
     """Root complex and switch chain of a PCI function, from its canonical sysfs path."""
     canonical = reader.resolve(f"{PCI_DEVICES}/{bus_id}")
     if canonical is None:
@@ -79,6 +81,8 @@ def locality_of(reader: HostReader, bus_id: str) -> Locality | None:
         switches=switches,
         parent=bridges[-1] if bridges else "",
         bridges=tuple(bridges),
+        numa_node=numa_node,
+        local_cpus=local_cpus,
     )
 
 
@@ -109,16 +113,13 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
             continue
         if (klass >> 16) == 0x03 and vendor != VENDOR_NVIDIA:
             continue  # another vendor's display controller (a BMC's VGA)
-        place = locality_of(reader, bdf)
+        numa = values.int_value(reader, f"{base}/numa_node", minimum=-1)
+        numa = numa if numa is not None and numa >= 0 else -1
+        cpus = values.cpulist(reader, f"{base}/local_cpulist")
+        place = locality_of(reader, bdf, numa, cpus)
         if place is None:
             problems.append(f"{bdf}: cannot place in the PCI tree")
-            place = Locality(root="")
-        numa = values.int_value(reader, f"{base}/numa_node", minimum=-1)
-        place = replace(
-            place,
-            numa_node=numa if numa is not None and numa >= 0 else -1,
-            local_cpus=values.cpulist(reader, f"{base}/local_cpulist"),
-        )
+            place = Locality(root="", numa_node=numa, local_cpus=cpus)
         functions[bdf] = PciFunction(
             bus_id=bdf,
             vendor=vendor,
