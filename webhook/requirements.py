@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Literal
 
 from common import api
@@ -44,15 +46,18 @@ class Requirements:
 
 
 def annotations_of(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    # `dict | Mapping` here and below: a decoded pod's dicts pass at the exact-type check, where
+    # the Mapping ABC alone costs a call through abc for each value.
     meta = pod.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return ann if isinstance(ann, Mapping) else {}
+    ann = meta.get("annotations") if isinstance(meta, dict | Mapping) else None
+    return ann if isinstance(ann, dict | Mapping) else {}
 
 
 def has_fabric_annotations(pod: Mapping[str, Any]) -> bool:
-    return any(
-        isinstance(k, str) and k.startswith(api.ANNOTATION_PREFIX) for k in annotations_of(pod)
-    )
+    for k in annotations_of(pod):
+        if isinstance(k, str) and k.startswith(api.ANNOTATION_PREFIX):
+            return True
+    return False
 
 
 def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:
@@ -61,11 +66,11 @@ def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:
     found: list[str] = []
     total = 0
     spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    for c in containers if isinstance(containers, list) else []:
-        res = c.get("resources") if isinstance(c, Mapping) else None
-        limits = res.get("limits") if isinstance(res, Mapping) else None
-        value = limits.get(api.GPU_RESOURCE) if isinstance(limits, Mapping) else None
+    containers = spec.get("containers") if isinstance(spec, dict | Mapping) else None
+    for c in containers if isinstance(containers, list) else ():
+        res = c.get("resources") if isinstance(c, dict | Mapping) else None
+        limits = res.get("limits") if isinstance(res, dict | Mapping) else None
+        value = limits.get(api.GPU_RESOURCE) if isinstance(limits, dict | Mapping) else None
         if value is None:
             continue
         number = value if type(value) is int else parse_int64(str(value))
@@ -221,25 +226,74 @@ _PARSERS: dict[str, tuple[str, Callable[[str, object], object]]] = {
 KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS})
 
 
+_MEMO_CHARS = 2048  # annotations longer than this (together) are read each time, not kept
+
+
+@dataclass(frozen=True, slots=True)
+class _Inline:
+    """What a pod's gpufabric.io annotations say by themselves: problems with the keys (unknown,
+    not a string), the Requirements fields set inline, and problems with their values."""
+
+    key_problems: tuple[str, ...]
+    fields: tuple[tuple[str, object], ...]
+    value_problems: tuple[str, ...]
+
+
+def _read_inline(ours: tuple[tuple[str, object], ...]) -> _Inline:
+    key_problems = []
+    for key, value in sorted(ours, key=itemgetter(0)):  # keys are unique: values never compared
+        if key not in KNOWN_ANNOTATIONS:
+            key_problems.append(
+                f"unknown annotation {_show(key)}; gpufabric.io annotations are: "
+                + ", ".join(sorted(KNOWN_ANNOTATIONS))
+            )
+        elif not isinstance(value, str):
+            key_problems.append(f"{key}: {_show(value)} is not a string")
+    given = dict(ours)
+    fields: dict[str, object] = {}
+    value_problems: list[str] = []
+    for key, (name, parse) in _PARSERS.items():
+        value = given.get(key)
+        if isinstance(value, str):
+            try:
+                fields[name] = parse(key, value)
+            except Invalid as err:
+                value_problems.extend(err.problems)
+    return _Inline(tuple(key_problems), tuple(fields.items()), tuple(value_problems))
+
+
+# The same few annotation values arrive on pod after pod (a job's replicas, a team's template):
+# their reading, a pure function of the strings, is kept. Only all-string, short ones, so a key
+# is hashable and equal keys read the same (True == 1 would not), and a full memo stays small.
+_memo_inline = lru_cache(maxsize=512)(_read_inline)
+
+
+def _inline(annotations: Mapping[str, Any]) -> _Inline:
+    ours: list[tuple[str, object]] = []
+    size, plain = 0, True  # plain: every key and value exactly a str
+    for k, v in annotations.items():
+        if isinstance(k, str) and k.startswith(api.ANNOTATION_PREFIX):
+            ours.append((k, v))
+            if type(k) is str and type(v) is str:
+                size += len(k) + len(v)
+            else:
+                plain = False
+    given = tuple(ours)
+    return _memo_inline(given) if plain and size <= _MEMO_CHARS else _read_inline(given)
+
+
 def check(
     pod: Mapping[str, Any], namespace: str, claims: ClaimLookup
 ) -> tuple[Requirements | None, list[str]]:
     """Requirements and every problem found (pod shape, annotations, claim, GPU count): the
     Requirements are None when any problem was found. Callers with more checks of their own (group
     placement) add their problems to the list and deny once with all of them."""
-    problems = [p for p in pod_problems(dict(pod)) if not p.startswith("metadata.annotations ")]
+    problems = pod_problems(pod)
+    if problems:  # the annotations' own type is annotations_of's to handle
+        problems = [p for p in problems if not p.startswith("metadata.annotations ")]
     annotations = annotations_of(pod)
-    for key in sorted(k for k in annotations if isinstance(k, str)):
-        value = annotations[key]
-        if not key.startswith(api.ANNOTATION_PREFIX):
-            continue
-        if key not in KNOWN_ANNOTATIONS:
-            problems.append(
-                f"unknown annotation {_show(key)}; gpufabric.io annotations are: "
-                + ", ".join(sorted(KNOWN_ANNOTATIONS))
-            )
-        elif not isinstance(value, str):
-            problems.append(f"{key}: {_show(value)} is not a string")
+    inline = _inline(annotations)
+    problems += inline.key_problems
     fields: dict[str, Any] = {}
     claim = annotations.get(api.ANN_CLAIM)
     if isinstance(claim, str):
@@ -250,14 +304,8 @@ def check(
             )
         else:
             fields.update(_from_claim(spec, claim, problems))
-    # Inline annotations override the claim field by field.
-    for key, (name, parse) in _PARSERS.items():
-        value = annotations.get(key)
-        if isinstance(value, str):
-            try:
-                fields[name] = parse(key, value)
-            except Invalid as err:
-                problems.extend(err.problems)
+    fields.update(inline.fields)  # inline annotations override the claim field by field
+    problems += inline.value_problems
     gpus = gpu_count(pod, problems)
     if problems:
         return None, problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -163,14 +164,12 @@ def parse(body: bytes) -> Request:
     return out
 
 
-def _is_map(value: object, of_str: bool = False) -> bool:
-    if not isinstance(value, dict):
-        return False
-    return not of_str or all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+# Endless, so one of each serves every all(map(isinstance, values, _DICTS)): a list of objects.
+_DICTS, _STRS = repeat(dict), repeat(str)
 
 
-def _list_of_maps(value: object) -> bool:
-    return isinstance(value, list) and all(map(isinstance, value, repeat(dict)))
+def _strings(value: dict[Any, Any]) -> bool:
+    return all(map(isinstance, value, _STRS)) and all(map(isinstance, value.values(), _STRS))
 
 
 def _is_requirement(value: object) -> bool:
@@ -180,9 +179,7 @@ def _is_requirement(value: object) -> bool:
     return (
         isinstance(value.get("key"), str)
         and isinstance(value.get("operator"), str)
-        and (
-            values is None or (isinstance(values, list) and all(isinstance(v, str) for v in values))
-        )
+        and (values is None or (isinstance(values, list) and all(map(isinstance, values, _STRS))))
     )
 
 
@@ -206,77 +203,94 @@ _AFF = "spec.affinity.nodeAffinity."
 _TERMS = _AFF + _REQ + ".nodeSelectorTerms"
 
 
-def _wrong(out: list[str], where: str, value: object, what: str) -> None:
-    if value is not _ABSENT:
-        out.append(f"{where} is {_json_type(value)}, not {what}")
+def _wrong(where: str, value: object, what: str) -> str:
+    return f"{where} is {_json_type(value)}, not {what}"
 
 
-def pod_problems(pod: dict[str, Any]) -> list[str]:
+def pod_problems(pod: Mapping[str, Any]) -> list[str]:
     """Fields the webhook reads or extends that do not have their Kubernetes type, named by path.
 
     The API server decodes a pod into its typed struct before admission, so a real review never
     has these (nor an explicit null: empty fields are left out); checking them once here lets every
-    later step index and extend the pod without guarding. One pass, inline: it runs on every
+    later step index and extend the pod without guarding. One pass, inline, each check written
+    out (`v is not _ABSENT` after the type test: a missing field costs no call): it runs on every
     fabric review.
     """
     out: list[str] = []
-    get = pod.get
-    meta = get("metadata", _ABSENT)
+    meta = pod.get("metadata", _ABSENT)
     if isinstance(meta, dict):
-        if not isinstance(v := meta.get("annotations", _ABSENT), dict):
-            _wrong(out, "metadata.annotations", v, _OBJECT)
-        if not _is_map(v := meta.get("labels", _ABSENT), True):
-            _wrong(out, "metadata.labels", v, _STRINGS)
-        if not isinstance(v := meta.get("namespace", _ABSENT), str):
-            _wrong(out, "metadata.namespace", v, "a string")
-    else:
-        _wrong(out, "metadata", meta, _OBJECT)
-    spec = get("spec", _ABSENT)
+        v = meta.get("annotations", _ABSENT)
+        if not isinstance(v, dict) and v is not _ABSENT:
+            out.append(_wrong("metadata.annotations", v, _OBJECT))
+        v = meta.get("labels", _ABSENT)
+        if not (isinstance(v, dict) and _strings(v)) and v is not _ABSENT:
+            out.append(_wrong("metadata.labels", v, _STRINGS))
+        v = meta.get("namespace", _ABSENT)
+        if not isinstance(v, str) and v is not _ABSENT:
+            out.append(_wrong("metadata.namespace", v, "a string"))
+    elif meta is not _ABSENT:
+        out.append(_wrong("metadata", meta, _OBJECT))
+    spec = pod.get("spec", _ABSENT)
     if not isinstance(spec, dict):
-        _wrong(out, "spec", spec, _OBJECT)
+        if spec is not _ABSENT:
+            out.append(_wrong("spec", spec, _OBJECT))
         return out
-    if not _is_map(v := spec.get("nodeSelector", _ABSENT), True):
-        _wrong(out, "spec.nodeSelector", v, _STRINGS)
+    v = spec.get("nodeSelector", _ABSENT)
+    if not (isinstance(v, dict) and _strings(v)) and v is not _ABSENT:
+        out.append(_wrong("spec.nodeSelector", v, _STRINGS))
     containers = spec.get("containers", _ABSENT)
-    if not _list_of_maps(containers):
-        _wrong(out, "spec.containers", containers, _LIST)
+    if not (isinstance(containers, list) and all(map(isinstance, containers, _DICTS))):
+        if containers is not _ABSENT:
+            out.append(_wrong("spec.containers", containers, _LIST))
         containers = ()
-    for key in ("volumes", "schedulingGates"):
-        if not _list_of_maps(v := spec.get(key, _ABSENT)):
-            _wrong(out, f"spec.{key}", v, _LIST)
+    v = spec.get("volumes", _ABSENT)
+    if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
+        out.append(_wrong("spec.volumes", v, _LIST))
+    v = spec.get("schedulingGates", _ABSENT)
+    if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
+        out.append(_wrong("spec.schedulingGates", v, _LIST))
     for i, c in enumerate(containers):
         res = c.get("resources", _ABSENT)
         if isinstance(res, dict):
-            if not isinstance(v := res.get("limits", _ABSENT), dict):
-                _wrong(out, f"spec.containers[{i}].resources.limits", v, _OBJECT)
-        else:
-            _wrong(out, f"spec.containers[{i}].resources", res, _OBJECT)
-        if not _list_of_maps(v := c.get("env", _ABSENT)):
-            _wrong(out, f"spec.containers[{i}].env", v, _LIST)
-        if not _list_of_maps(v := c.get("volumeMounts", _ABSENT)):
-            _wrong(out, f"spec.containers[{i}].volumeMounts", v, _LIST)
+            v = res.get("limits", _ABSENT)
+            if not isinstance(v, dict) and v is not _ABSENT:
+                out.append(_wrong(f"spec.containers[{i}].resources.limits", v, _OBJECT))
+        elif res is not _ABSENT:
+            out.append(_wrong(f"spec.containers[{i}].resources", res, _OBJECT))
+        v = c.get("env", _ABSENT)
+        if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
+            out.append(_wrong(f"spec.containers[{i}].env", v, _LIST))
+        v = c.get("volumeMounts", _ABSENT)
+        if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
+            out.append(_wrong(f"spec.containers[{i}].volumeMounts", v, _LIST))
     aff = spec.get("affinity", _ABSENT)
     if not isinstance(aff, dict):
-        _wrong(out, "spec.affinity", aff, _OBJECT)
+        if aff is not _ABSENT:
+            out.append(_wrong("spec.affinity", aff, _OBJECT))
         return out
     node_aff = aff.get("nodeAffinity", _ABSENT)
     if not isinstance(node_aff, dict):
-        _wrong(out, "spec.affinity.nodeAffinity", node_aff, _OBJECT)
+        if node_aff is not _ABSENT:
+            out.append(_wrong("spec.affinity.nodeAffinity", node_aff, _OBJECT))
         return out
-    if not _list_of_maps(v := node_aff.get(_PREF, _ABSENT)):
-        _wrong(out, _AFF + _PREF, v, _LIST)
+    v = node_aff.get(_PREF, _ABSENT)
+    if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
+        out.append(_wrong(_AFF + _PREF, v, _LIST))
     req = node_aff.get(_REQ, _ABSENT)
     if not isinstance(req, dict):
-        _wrong(out, _AFF + _REQ, req, _OBJECT)
+        if req is not _ABSENT:
+            out.append(_wrong(_AFF + _REQ, req, _OBJECT))
         return out
     terms = req.get("nodeSelectorTerms", _ABSENT)
-    if not _list_of_maps(terms):
-        _wrong(out, _TERMS, terms, _LIST)
+    if not (isinstance(terms, list) and all(map(isinstance, terms, _DICTS))):
+        if terms is not _ABSENT:
+            out.append(_wrong(_TERMS, terms, _LIST))
         return out
     for i, term in enumerate(terms):
         exprs = term.get("matchExpressions", _ABSENT)
-        if not _list_of_maps(exprs):
-            _wrong(out, f"{_TERMS}[{i}].matchExpressions", exprs, _LIST)
+        if not (isinstance(exprs, list) and all(map(isinstance, exprs, _DICTS))):
+            if exprs is not _ABSENT:
+                out.append(_wrong(f"{_TERMS}[{i}].matchExpressions", exprs, _LIST))
             continue
         for j, e in enumerate(exprs):
             if not _is_requirement(e):

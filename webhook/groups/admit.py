@@ -18,6 +18,7 @@ from webhook.groups.names import (
     ANN_PLACEMENT,
     ANN_SIZE,
     GATE,
+    GROUP_ANNOTATIONS,
     KUEUE_PREFIX,
     KUEUE_QUEUE_LABEL,
     LABEL_GROUP,
@@ -91,7 +92,7 @@ def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[
 
 
 def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict | Mapping) else {}  # a dict: no call through abc
 
 
 def kueue_managed(pod: Mapping[str, Any]) -> bool:
@@ -117,6 +118,8 @@ def admit_group(
     """
     meta = _map(pod.get("metadata"))
     annotations = _map(meta.get("annotations"))
+    if annotations.keys().isdisjoint(GROUP_ANNOTATIONS):
+        return GroupAdmission([], [], [])  # what the checks below come to without any of them
     spec, problems = parse_group(annotations)
     if operation == "CREATE" and ANN_PLACEMENT in annotations:
         problems.append(f"{ANN_PLACEMENT}: written by the group placer; remove it from the pod")

@@ -91,11 +91,39 @@ def test_all_bad_group_annotations_are_listed() -> None:
     ]
 
 
-def test_size_without_name_is_denied() -> None:
-    got = admit_group(pod({"gpufabric.io/group-size": "4"}), "CREATE")
-    assert got.problems == [
-        "gpufabric.io/group-size: needs gpufabric.io/group (the group's name) as well"
-    ]
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        (
+            "gpufabric.io/group-size",
+            "gpufabric.io/group-size: needs gpufabric.io/group (the group's name) as well",
+        ),
+        (
+            "gpufabric.io/group-locality",
+            "gpufabric.io/group-locality: needs gpufabric.io/group (the group's name) as well",
+        ),
+        (
+            "gpufabric.io/group-level",
+            "gpufabric.io/group-level: needs gpufabric.io/group (the group's name) as well",
+        ),
+        (
+            "gpufabric.io/placement",
+            "gpufabric.io/placement: written by the group placer; remove it from the pod",
+        ),
+    ],
+)
+def test_any_group_annotation_without_the_name_is_denied(key: str, problem: str) -> None:
+    # Each one alone: a pod with none of them is answered before the checks are read.
+    got = admit_group(pod({key: "4", "gpufabric.io/rdma": "required"}), "CREATE")
+    assert got.problems == [problem] and got.ops == [] and got.spec is None
+
+
+def test_pods_without_group_annotations_get_nothing_from_the_group_checks() -> None:
+    for p in (pod({"gpufabric.io/rdma": "required"}), pod(), {"metadata": []}, {}):
+        for operation in ("CREATE", "UPDATE"):
+            got = admit_group(p, operation)
+            assert (got.ops, got.problems, got.warnings, got.spec) == ([], [], [], None)
+    assert admit_group(pod({"gpufabric.io/placement": "leaf=l1"}), "UPDATE").problems == []
 
 
 def test_kueue_pods_are_left_to_kueue() -> None:
