@@ -41,6 +41,8 @@ class Plan:
     required: tuple[Need, ...]
     preferred: tuple[tuple[int, tuple[Need, ...]], ...]
     conds: tuple[Cond, ...] = ()  # the required expressions in Query form
+    exprs: tuple[Expr, ...] = ()  # the required expressions, as mutate adds them
+    terms: tuple[dict[str, Any], ...] = ()  # the preferred terms, as mutate adds them
 
 
 @dataclass
@@ -56,6 +58,10 @@ class Decision:
         return admitted(self.pod, self.fleet) if self.fleet is not None else ()
 
 
+# Shared by in-place edits only (see PodEdit); other pods get their own copies.
+_VOLUME, _MOUNT = cufile.volume(), cufile.mount()
+
+
 def _gt(key: str, at_least: int) -> Expr:
     return {"key": key, "operator": "Gt", "values": [str(at_least - 1)]}
 
@@ -66,8 +72,9 @@ def _in(key: str, *values: str) -> Expr:
 
 @functools.lru_cache(maxsize=256)
 def plan(req: Requirements) -> Plan:
-    """What the requirements ask of a node (memoized: Requirements is a frozen value; callers
-    copy the expressions before putting them in a pod)."""
+    """What the requirements ask of a node (memoized: Requirements is a frozen value; the
+    expressions and terms are shared, so PodEdit copies them into any pod that outlives the
+    review)."""
     required: list[Need] = []
     preferred: list[tuple[int, tuple[Need, ...]]] = []
     gpus = max(req.gpus, 1)
@@ -111,7 +118,11 @@ def plan(req: Requirements) -> Plan:
         preferred.append((20, (Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage"),)))
     preferred.append((10, (Need(_in(api.LABEL_FABRIC_HEALTH, "ok"), "a healthy fabric"),)))
     conds = tuple(c for n in required if (c := _cond(n.expr)) is not None)
-    return Plan(tuple(required), tuple(preferred), conds)
+    terms = tuple(
+        {"weight": weight, "preference": {"matchExpressions": [n.expr for n in needs]}}
+        for weight, needs in preferred
+    )
+    return Plan(tuple(required), tuple(preferred), conds, tuple(n.expr for n in required), terms)
 
 
 def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
@@ -160,17 +171,24 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
     selector = spec.get("nodeSelector") or {}
     base = set(extra)
     base.update((str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX)
-    terms: list[frozenset[Cond]] = []
+    owns: list[list[Cond]] = []
     for term in _required_terms(pod):
         exprs = (term.get("matchExpressions") or []) if isinstance(term, dict) else []
-        terms.append(frozenset(base.union(c for c in map(_cond, exprs) if c is not None)))
-    if not terms:
-        return (tuple(sorted(base)),)
+        owns.append([c for c in map(_cond, exprs) if c is not None])
+    if not any(owns):  # the usual pod: no term says anything about our labels
+        return _only(tuple(sorted(base)))
+    terms = {frozenset(base.union(own)) for own in owns}
     kept: list[frozenset[Cond]] = []
-    for t in sorted(set(terms), key=len):  # a term that holds more than another adds nothing
+    for t in sorted(terms, key=len):  # a term that holds more than another adds nothing
         if not any(k <= t for k in kept):
             kept.append(t)
     return tuple(sorted(tuple(sorted(t)) for t in kept))
+
+
+@functools.lru_cache(maxsize=256)
+def _only(conds: tuple[Cond, ...]) -> Query:
+    """The one-term query (interned: alike pods hand the fleet the same object)."""
+    return (conds,)
 
 
 def _required_terms(pod: Mapping[str, Any]) -> list[Any]:
@@ -219,19 +237,15 @@ def mutate(
     fleet = _fleet(groups)
     p = plan(req)
     query = query_of(pod, p.conds)  # the pod as it came (before the edits below, in place or not)
-    edit = PodEdit(pod, in_place)
-    warnings: list[str] = []
-    if p.required:
-        edit.add_required([n.expr for n in p.required])
-    for weight, needs in p.preferred:
-        edit.add_preferred(weight, [n.expr for n in needs])
     found = fleet.candidates(query)
+    warnings: list[str] = []
     if not found.nodes:
         unmet = "; ".join(_unmet(p, fleet)) or "the pod's own node affinity"
         warnings.append(f"gpufabric: no node currently satisfies: {unmet}")
     gdr_level = found.gdr_level
-
+    edit = PodEdit(pod, in_place)
     containers = edit.gpu_containers()
+    required, hcas = p.exprs, ()
     if (
         req.rdma
         and settings.inject_nccl_ib_hca
@@ -245,25 +259,29 @@ def mutate(
             pin = fleet.pin(query, req.preferred_hcas)
         if pin is not None:
             hcas, gdr_level = pin.hcas, pin.gdr_level
-            edit.add_required([_in(api.LABEL_HCA_PROFILE, *pin.profiles)])
+            required = (*required, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
             warnings.append(
                 f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
                 f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
                 f"{','.join(pin.hcas)} are usable"
             )
-        if hcas:
-            for c in containers:
-                edit.set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))
-        elif found.nodes:
+        elif not hcas and found.nodes:
             warnings.append(
                 "gpufabric: NCCL_IB_HCA not set: no HCA list is usable on every node "
                 "this pod may run on"
             )
+    if required:
+        edit.add_required(required)
+    for term in p.terms:
+        edit.add_preferred(term)
+    if hcas:
+        for c in containers:
+            edit.set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))
     if req.cufile and settings.cufile_policy:  # by value: see webhook.cufile
         edit.annotate(cufile.ANNOTATION, settings.cufile_policy)
-        edit.add_volume(cufile.volume())
+        edit.add_volume(_VOLUME if in_place else cufile.volume())
         for c in containers:
-            edit.add_mount(c, cufile.mount())
+            edit.add_mount(c, _MOUNT if in_place else cufile.mount())
             edit.set_env(c, cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}")
     if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
         # NCCL has no NODE level: its PHB means "same NUMA node".

@@ -12,7 +12,7 @@ hold the two together.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from common import api
@@ -78,11 +78,28 @@ def copy_expr(expr: Expr) -> Expr:
     return out
 
 
+def copy_term(term: dict[str, Any]) -> dict[str, Any]:
+    """A preferred term ({weight, preference: {matchExpressions}}) with its own expressions."""
+    exprs = [copy_expr(e) for e in term["preference"]["matchExpressions"]]
+    return {"weight": term["weight"], "preference": {"matchExpressions": exprs}}
+
+
 class PodEdit:
+    """Edits that only add, each recorded as one JSONPatch "add".
+
+    Member keys passed to `get` are the pod's own field names (no "~" or "/": their JSON pointer
+    needs no escaping); annotation keys, which do, go through `annotate`.
+    """
+
+    __slots__ = ("_created", "_node_affinity", "_spec", "ops", "pod", "root", "shared")
+
     def __init__(self, pod: Mapping[str, Any], in_place: bool = False) -> None:
         # in_place: the caller owns the pod and needs only the ops (the server, whose pod was
-        # just decoded from the request body): edit it directly instead of copying the paths.
+        # just decoded from the request body): edit it directly instead of copying the paths,
+        # and let constant values (the plan's expressions) go in without a copy of their own,
+        # since the pod is serialised as ops and dropped, never edited or dumped again.
         self.pod = pod if in_place and isinstance(pod, dict) else _writable(pod)
+        self.shared = in_place
         self.ops: list[dict[str, Any]] = []
         self.root: Node = (self.pod, "", False)
         # Objects this edit created (alive in self.pod, so their ids stay unique): an edit that
@@ -94,15 +111,14 @@ class PodEdit:
     def get(self, at: Node, key: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Node:
         """The member `key` of the object at `at`, created (empty, of `kind`) when absent."""
         obj, path, fresh = at
-        sub = f"{path}/{_escape(key)}"
         value = obj.get(key)
         if value is not None:
-            return (value, sub, fresh or id(value) in self._created)
+            return (value, f"{path}/{key}", fresh or id(value) in self._created)
         value = obj[key] = kind()
         self._created.add(id(value))
         if not fresh:
-            self.ops.append({"op": "add", "path": sub, "value": value})
-        return (value, sub, True)
+            self.ops.append({"op": "add", "path": f"{path}/{key}", "value": value})
+        return (value, f"{path}/{key}", True)
 
     def append(self, at: Node, item: Any, revisit: bool = False) -> None:
         """Add item at the end of the list at `at`; `revisit` when later edits reach into it."""
@@ -113,10 +129,10 @@ class PodEdit:
         if not fresh:
             self.ops.append({"op": "add", "path": f"{path}/{len(items) - 1}", "value": item})
 
-    def items(self, at: Node) -> Iterator[Node]:
+    def items(self, at: Node) -> list[Node]:
         items, path, fresh = at
-        for i, item in enumerate(items):
-            yield (item, f"{path}/{i}", fresh or id(item) in self._created)
+        created = self._created
+        return [(item, f"{path}/{i}", fresh or id(item) in created) for i, item in enumerate(items)]
 
     def spec(self) -> Node:
         if self._spec is None:
@@ -135,28 +151,34 @@ class PodEdit:
         terms = self.get(required, "nodeSelectorTerms", list)
         if not terms[0]:
             self.append(terms, {"matchExpressions": []}, revisit=True)
+        ops, shared = self.ops, self.shared
         for term in self.items(terms):
-            have = self.get(term, "matchExpressions", list)
+            have, path, fresh = self.get(term, "matchExpressions", list)
             for expr in exprs:
-                if expr not in have[0]:
-                    self.append(have, copy_expr(expr))
+                if expr not in have:
+                    item = expr if shared else copy_expr(expr)
+                    have.append(item)
+                    if not fresh:
+                        ops.append({"op": "add", "path": f"{path}/{len(have) - 1}", "value": item})
 
-    def add_preferred(self, weight: int, exprs: Sequence[Expr]) -> None:
+    def add_preferred(self, term: dict[str, Any]) -> None:
+        """One weighted preferred term ({weight, preference: {matchExpressions}}), unless the
+        pod has it already."""
         prefs = self.get(self.node_affinity(), PREFERRED, list)
-        term = {"weight": weight, "preference": {"matchExpressions": [copy_expr(e) for e in exprs]}}
         if term not in prefs[0]:
-            self.append(prefs, term)
+            self.append(prefs, term if self.shared else copy_term(term))
 
     def gpu_containers(self) -> list[Node]:
         """The containers that ask for GPUs (all of them when none does)."""
-        containers = list(self.items(self.get(self.spec(), "containers", list)))
+        items, path, fresh = self.get(self.spec(), "containers", list)
         with_gpu = [
-            c
-            for c in containers
-            if ((c[0].get("resources") or {}).get("limits") or {}).get(api.GPU_RESOURCE)
+            i
+            for i, c in enumerate(items)
+            if ((c.get("resources") or {}).get("limits") or {}).get(api.GPU_RESOURCE)
             not in (None, "0", 0)
-        ]
-        return with_gpu or containers
+        ] or range(len(items))
+        created = self._created
+        return [(items[i], f"{path}/{i}", fresh or id(items[i]) in created) for i in with_gpu]
 
     @staticmethod
     def has_env(container: Node, name: str) -> bool:
