@@ -245,7 +245,8 @@ def mutate(
     gdr_level = found.gdr_level
     edit = PodEdit(pod, in_place)
     containers = edit.gpu_containers()
-    required, hcas = p.exprs, ()
+    required = p.exprs
+    hcas: tuple[str, ...] = ()
     if (
         req.rdma
         and settings.inject_nccl_ib_hca
