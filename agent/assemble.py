@@ -7,17 +7,17 @@ live beside this module: islands (NVLink), hca_select (compute fabric), conditio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from agent.conditions import conditions, find_faults
-from agent.hca_select import Candidate, select
+from agent.hca_select import Candidate, Choice, select
 from agent.islands import islands, nvlink_from_nvml, nvlink_from_topo
 from agent.nvml import NvmlGpu, NvmlInventory, normalize_bus_id
 from agent.probes.gds import GdsProbe
 from agent.probes.nccl_topo import NcclTopo
 from agent.probes.pci import PciFunction, PciTree
-from agent.probes.rdma import RdmaProbe
+from agent.probes.rdma import RawHca
 from agent.results import Options, Outcome, ProbeResults
 from agent.summary import natural, summarize
 from agent.topology import Locality, closest
@@ -96,7 +96,17 @@ def _mig(mode: int | None) -> Literal["Enabled", "Disabled", "NotSupported"]:
     return "Enabled" if mode == 1 else "Disabled"
 
 
-def _gpus_from_nvml(inv: NvmlInventory, pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
+def _near_hcas(place: Locality, hca_places: Mapping[str, Locality]) -> tuple[NearHca, ...]:
+    dist, names = closest(place, hca_places)
+    return tuple(NearHca(name=n, distance=dist) for n in names) if dist else ()
+
+
+def _gpus_from_nvml(
+    inv: NvmlInventory,
+    pci: PciTree | None,
+    topo: NcclTopo | None,
+    hca_places: Mapping[str, Locality],
+) -> list[Gpu]:
     bus_of = {g.index: normalize_bus_id(g.pci_bus_id) for g in inv.gpus}
     gpu_by_bus = {bus: index for index, bus in bus_of.items()}
     gpus = []
@@ -120,6 +130,7 @@ def _gpus_from_nvml(inv: NvmlInventory, pci: PciTree | None, topo: NcclTopo | No
                 local_cpus=place.local_cpus,
                 pcie_link_speed=function.link_speed if function else "",
                 pcie_link_width=function.link_width if function else 0,
+                nearest_hcas=_near_hcas(place, hca_places),
                 nvlink=nvlink_from_nvml(g, gpu_by_bus),
                 fabric=_fabric(g),
             )
@@ -127,7 +138,9 @@ def _gpus_from_nvml(inv: NvmlInventory, pci: PciTree | None, topo: NcclTopo | No
     return gpus
 
 
-def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
+def _gpus_from_pci(
+    pci: PciTree | None, topo: NcclTopo | None, hca_places: Mapping[str, Locality]
+) -> list[Gpu]:
     if pci is None:
         return []
     gpus = []
@@ -146,6 +159,7 @@ def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
                 local_cpus=place.local_cpus,
                 pcie_link_speed=function.link_speed,
                 pcie_link_width=function.link_width,
+                nearest_hcas=_near_hcas(place, hca_places),
                 # Without NVML, the topology file is the only NVLink source (the condition says so).
                 nvlink=(
                     nvlink_from_topo(function.bus_id, described, gpu_by_bus) if described else None
@@ -156,12 +170,14 @@ def _gpus_from_pci(pci: PciTree | None, topo: NcclTopo | None) -> list[Gpu]:
 
 
 def _hcas(
-    rdma: RdmaProbe | None, pci: PciTree | None, topo: NcclTopo | None, gdr: bool
+    raws: list[RawHca],
+    pci: PciTree | None,
+    topo: NcclTopo | None,
+    gdr: bool,
+    choice: Mapping[str, Choice],
 ) -> list[Hca]:
-    if rdma is None:
-        return []
     hcas = []
-    for raw in sorted(rdma.hcas, key=lambda h: natural(h.name)):
+    for raw in raws:
         function = pci.get(raw.pci_bus_id) if pci is not None and raw.pci_bus_id else None
         place = _locality(pci, topo, raw.pci_bus_id, nic=True)
         hcas.append(
@@ -178,18 +194,20 @@ def _hcas(
                 netdevs=raw.netdevs,
                 gdr_capable=gdr,
                 ports=raw.ports,
+                compute_fabric=choice[raw.name].compute_fabric,
+                selection=choice[raw.name].selection,
             )
         )
     return hcas
 
 
 def _compute_fabric(
-    hcas: list[Hca],
+    hcas: list[RawHca],
     hca_places: Mapping[str, Locality],
     gpu_places: Mapping[str, Locality],
     opts: Options,
-) -> list[Hca]:
-    """Mark each HCA as compute fabric or not, saying why (see agent.hca_select)."""
+) -> dict[str, Choice]:
+    """Whether each HCA is compute fabric, and why (see agent.hca_select)."""
     known_gpus = {k: v for k, v in gpu_places.items() if v.root}
     candidates = []
     for h in hcas:
@@ -204,11 +222,7 @@ def _compute_fabric(
                 gpu_distance=dist,
             )
         )
-    choice = select(candidates, include=opts.hca_include, exclude=opts.hca_exclude)
-    return [
-        replace(h, compute_fabric=choice[h.name].compute_fabric, selection=choice[h.name].selection)
-        for h in hcas
-    ]
+    return select(candidates, include=opts.hca_include, exclude=opts.hca_exclude)
 
 
 def _storage(gds: GdsProbe | None, nvme: tuple[NvmePeer, ...]) -> StorageSupport:
@@ -235,25 +249,22 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         results.gds.value,
         results.topo.value,
     )
-    gpus = _gpus_from_nvml(inv, pci, topo) if inv is not None else _gpus_from_pci(pci, topo)
-    gdr = rdma is not None and (rdma.peermem or rdma.dmabuf)
-    hcas = _hcas(rdma, pci, topo, gdr)
-
+    raw_hcas = sorted(rdma.hcas, key=lambda h: natural(h.name)) if rdma is not None else []
     # Places: everything the distance matrix and nearest-device lists are computed over.
-    gpu_places = {str(g.index): _locality(pci, topo, g.pci_bus_id) for g in gpus}
     hca_places = {
-        h.name: _locality(pci, topo, h.pci_bus_id, nic=True) for h in hcas if h.pci_bus_id
+        h.name: _locality(pci, topo, h.pci_bus_id, nic=True) for h in raw_hcas if h.pci_bus_id
     }
+    gpus = (
+        _gpus_from_nvml(inv, pci, topo, hca_places)
+        if inv is not None
+        else _gpus_from_pci(pci, topo, hca_places)
+    )
+    gpu_places = {str(g.index): _locality(pci, topo, g.pci_bus_id) for g in gpus}
     nvme_list = sorted(gds.nvme, key=lambda x: natural(x.name)) if gds is not None else []
     nvme_places = {n.name: _locality(pci, topo, n.pci_bus_id) for n in nvme_list}
-    hcas = _compute_fabric(hcas, hca_places, gpu_places, opts)
-
-    with_hcas = []
-    for g in gpus:
-        dist, names = closest(gpu_places[str(g.index)], hca_places)
-        near = tuple(NearHca(name=n, distance=dist) for n in names) if dist else ()
-        with_hcas.append(replace(g, nearest_hcas=near))
-    gpus = with_hcas
+    gdr = rdma is not None and (rdma.peermem or rdma.dmabuf)
+    choice = _compute_fabric(raw_hcas, hca_places, gpu_places, opts)
+    hcas = _hcas(raw_hcas, pci, topo, gdr, choice)
 
     nvme_peers = []
     for n in nvme_list:

@@ -97,7 +97,7 @@ def select(
     near = [c for c in pool if c.gpu_distance in NEAR]
     if near:
         for c in pool:
-            if c not in near:
+            if c.gpu_distance not in NEAR:
                 where = (
                     f"{c.gpu_distance} to the nearest GPU"
                     if c.gpu_distance
@@ -114,26 +114,31 @@ def _by_link(pool: list[Candidate], where: str) -> dict[str, Choice]:
     out: dict[str, Choice] = {}
     if not pool:
         return out
-    layers = Counter(_layer(c) for c in pool)
+    layer_of = {c.name: _layer(c) for c in pool}
+    rate_of = {c.name: _rate(c) for c in pool}
+    layers = Counter(layer_of.values())
 
     def layer_rank(layer: str) -> tuple[int, float, bool]:
-        rates = [r for c in pool if _layer(c) == layer and (r := _rate(c)) is not None]
+        rates = [
+            r for c in pool if layer_of[c.name] == layer and (r := rate_of[c.name]) is not None
+        ]
         return (layers[layer], max(rates, default=0.0), layer == "InfiniBand")
 
     layer = max(sorted(layers), key=layer_rank)
-    same = [c for c in pool if _layer(c) == layer]
+    same = [c for c in pool if layer_of[c.name] == layer]
     for c in pool:
-        if _layer(c) != layer:
+        if layer_of[c.name] != layer:
             out[c.name] = Choice(
                 False,
-                f"front-end: {_layer(c)}, the rails are {layer} ({len(same)} of {len(pool)} HCAs)",
+                f"front-end: {layer_of[c.name]}, the rails are {layer} "
+                f"({len(same)} of {len(pool)} HCAs)",
             )
     cards: dict[str, list[Candidate]] = {}
     for c in same:
         cards.setdefault(c.card, []).append(c)
 
     def top(group: list[Candidate]) -> float | None:
-        rates = [r for c in group if (r := _rate(c)) is not None]
+        rates = [r for c in group if (r := rate_of[c.name]) is not None]
         return max(rates) if rates else None
 
     live = [g for g in cards.values() if top(g) is not None]
@@ -146,7 +151,7 @@ def _by_link(pool: list[Candidate], where: str) -> dict[str, Choice]:
     rate = top(fabric)
     card = fabric[0].card or "unnamed card"
     for c in same:
-        mine = _rate(c)
+        mine = rate_of[c.name]
         if c.card != fabric[0].card:
             speed = _gbps(mine) if mine is not None else "down"
             out[c.name] = Choice(

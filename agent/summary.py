@@ -11,9 +11,12 @@ from common.labels import hca_profile
 from common.model import Gpu, Hca, NvLinkIsland, RdmaSupport, StorageSupport, Summary
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def natural(name: str) -> tuple[object, ...]:
     """mlx5_2 before mlx5_10."""
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+    return tuple(int(t) if t.isdigit() else t for t in _DIGITS.split(name))
 
 
 def usable_hcas(hcas: Sequence[Hca]) -> list[str]:

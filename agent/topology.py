@@ -7,6 +7,7 @@ host bridge), PHB (through the host bridge), NODE (across host bridges of one NU
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.model import DISTANCE_ORDER, Distance
@@ -46,7 +47,7 @@ def distance(a: Locality, b: Locality) -> Distance:
 
 
 def closest(
-    origin: Locality, candidates: dict[str, Locality]
+    origin: Locality, candidates: Mapping[str, Locality]
 ) -> tuple[Distance | None, tuple[str, ...]]:
     """The smallest distance from origin and every candidate key at that distance (sorted)."""
     best: Distance | None = None
