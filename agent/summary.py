@@ -10,7 +10,6 @@ from typing import Literal
 from common.labels import hca_profile
 from common.model import Gpu, Hca, NvLinkIsland, RdmaSupport, StorageSupport, Summary
 
-
 _DIGITS = re.compile(r"(\d+)")
 
 
