@@ -211,45 +211,48 @@ class HostReader:
 
     def _canonical(self, path: str, hops: int = 0) -> str | None:
         """`path` (absolute, no trailing slash) with each component resolved, parents first."""
-        found = self._canon.get(path, _UNSEEN)
+        canon = self._canon
+        found = canon.get(path, _UNSEEN)
         if found is not _UNSEEN:
             return found
         parent, _, name = path.rpartition("/")
-        base = self._canon.get(parent, _UNSEEN) if parent else "/"
+        base = canon.get(parent, _UNSEEN) if parent else "/"
         if base is _UNSEEN:
             base = self._canonical(parent, hops)
-        if base is None:
-            found = None
-        elif name in ("", "."):
+        if base is None or name == "" or name == ".":
             found = base
         elif name == "..":
             found = base.rpartition("/")[0] or "/"
         else:
-            found = self._step(base, f"{base}/{name}" if base != "/" else f"/{name}", hops)
-        self._canon[path] = found
+            found = f"{base}/{name}" if base != "/" else f"/{name}"
+            kind = self._kinds.get(found, _UNSEEN)
+            if kind is _UNSEEN:
+                kind = self._kind(found)
+            if kind == LINK:
+                found = self._follow(base, found, hops)
+        canon[path] = found
         return found
 
-    def _step(self, base: str, candidate: str, hops: int) -> str | None:
-        """`candidate` (canonical `base` + one name) itself, or where its link leads."""
-        kind = self._kinds.get(candidate, _UNSEEN)
-        if kind is _UNSEEN:
-            try:
-                kind = self._kinds[candidate] = self.tree.kind(candidate)
-            except OSError as err:  # EACCES on a parent: not a link we can see; reads say why
-                log.debug("cannot stat host path", extra={"path": candidate, "error": str(err)})
-                return candidate
-        if kind != LINK:
-            return candidate
+    def _kind(self, path: str) -> str | None:
+        try:
+            kind = self._kinds[path] = self.tree.kind(path)
+        except OSError as err:  # EACCES on a parent: not a link we can see; reads say why
+            log.debug("cannot stat host path", extra={"path": path, "error": str(err)})
+            return None
+        return kind
+
+    def _follow(self, base: str, link: str, hops: int) -> str | None:
+        """Where `link` (canonical `base` + one name) leads, resolved inside the root."""
         if hops >= _MAX_HOPS:
-            self.note(candidate, "too many levels of symbolic links")
+            self.note(link, "too many levels of symbolic links")
             return None
         try:
-            target = self.tree.readlink(candidate)
+            target = self.tree.readlink(link)
         except OSError as err:
-            self.note(candidate, f"unreadable link ({err.strerror})")
+            self.note(link, f"unreadable link ({err.strerror})")
             return None
         if self.recording is not None:
-            self.recording.links[candidate] = target
+            self.recording.links[link] = target
         joined = target if target.startswith("/") else f"{base.rstrip('/')}/{target}"
         # Lexical: "/.." is "/", so `..` never climbs out of the root.
         return self._canonical(os.path.normpath(joined).rstrip("/"), hops + 1)
