@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -10,49 +11,26 @@ class JsoncError(ValueError):
     pass
 
 
+# Left to right, the first token that starts at a place wins, as a scanner reading the text would:
+# a string (to its closing quote, or to the end when it has none), a // comment (up to the newline),
+# a /* comment, an unterminated /*, or a comma with only whitespace before a closing bracket.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|//[^\n]*|/\*.*?\*/|/\*|,(?=[ \t\r\n]*[}\]])', re.S)
+
+
+def _keep(m: re.Match[str]) -> str:
+    piece = m.group()
+    if piece[0] == '"':
+        return piece
+    if piece == "/*":
+        raise JsoncError("unterminated /* comment")
+    if piece.startswith("/*"):
+        return "\n" * piece.count("\n")
+    return ""  # a // comment or a trailing comma
+
+
 def strip(text: str) -> str:
     """Remove comments and trailing commas outside strings; keeps line numbers intact."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        c = text[i]
-        if in_string:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_string = False
-            i += 1
-            continue
-        if c == '"':
-            in_string = True
-            out.append(c)
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                raise JsoncError("unterminated /* comment")
-            out.append("\n" * text.count("\n", i, end))
-            i = end + 2
-        elif c == ",":
-            j = i + 1
-            while j < n and text[j] in " \t\r\n":
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1  # trailing comma
-                continue
-            out.append(c)
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return _TOKEN.sub(_keep, text)
 
 
 def loads(text: str) -> Any:
