@@ -69,7 +69,11 @@ def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:
     containers = spec.get("containers") if isinstance(spec, dict | Mapping) else None
     for c in containers if isinstance(containers, list) else ():
         res = c.get("resources") if isinstance(c, dict | Mapping) else None
+        if res is None:  # a container without resources: no check through abc for None
+            continue
         limits = res.get("limits") if isinstance(res, dict | Mapping) else None
+        if limits is None:
+            continue
         value = limits.get(api.GPU_RESOURCE) if isinstance(limits, dict | Mapping) else None
         if value is None:
             continue
@@ -229,14 +233,25 @@ KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS})
 _MEMO_CHARS = 2048  # annotations longer than this (together) are read each time, not kept
 
 
+def _settled(fields: dict[str, Any]) -> dict[str, Any]:
+    """The Requirements fields from those the claim and the annotations set."""
+    if fields.get("rdma") is None and (
+        fields.get("rdma_min_ports") is not None or fields.get("preferred_hcas")
+    ):
+        fields["rdma"] = "required"  # asking for ports or HCAs implies RDMA
+    return {k: v for k, v in fields.items() if v is not None or k == "rdma"}
+
+
 @dataclass(frozen=True, slots=True)
 class _Inline:
     """What a pod's gpufabric.io annotations say by themselves: problems with the keys (unknown,
-    not a string), the Requirements fields set inline, and problems with their values."""
+    not a string), the Requirements fields set inline, problems with their values, and the
+    fields settled for a pod that names no claim (read only: kept in the memo)."""
 
     key_problems: tuple[str, ...]
     fields: tuple[tuple[str, object], ...]
     value_problems: tuple[str, ...]
+    alone: Mapping[str, Any]
 
 
 def _read_inline(ours: tuple[tuple[str, object], ...]) -> _Inline:
@@ -259,7 +274,9 @@ def _read_inline(ours: tuple[tuple[str, object], ...]) -> _Inline:
                 fields[name] = parse(key, value)
             except Invalid as err:
                 value_problems.extend(err.problems)
-    return _Inline(tuple(key_problems), tuple(fields.items()), tuple(value_problems))
+    return _Inline(
+        tuple(key_problems), tuple(fields.items()), tuple(value_problems), _settled(dict(fields))
+    )
 
 
 # The same few annotation values arrive on pod after pod (a job's replicas, a team's template):
@@ -294,7 +311,7 @@ def check(
     annotations = annotations_of(pod)
     inline = _inline(annotations)
     problems += inline.key_problems
-    fields: dict[str, Any] = {}
+    fields = inline.alone
     claim = annotations.get(api.ANN_CLAIM)
     if isinstance(claim, str):
         spec = claims(namespace, claim)
@@ -302,18 +319,12 @@ def check(
             problems.append(
                 f"{api.ANN_CLAIM}: GpuClaim {_show(claim)} not found in namespace {namespace!r}"
             )
-        else:
-            fields.update(_from_claim(spec, claim, problems))
-    fields.update(inline.fields)  # inline annotations override the claim field by field
+        else:  # inline annotations override the claim field by field
+            fields = _settled({**_from_claim(spec, claim, problems), **dict(inline.fields)})
     problems += inline.value_problems
     gpus = gpu_count(pod, problems)
     if problems:
         return None, problems
-    if fields.get("rdma") is None and (
-        fields.get("rdma_min_ports") is not None or fields.get("preferred_hcas")
-    ):
-        fields["rdma"] = "required"  # asking for ports or HCAs implies RDMA
-    fields = {k: v for k, v in fields.items() if v is not None or k == "rdma"}
     return Requirements(gpus=gpus, claim=claim if isinstance(claim, str) else None, **fields), []
 
 

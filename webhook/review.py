@@ -307,6 +307,8 @@ def pod_problems(pod: Mapping[str, Any]) -> list[str]:
         return out
     for i, term in enumerate(terms):
         exprs = term.get("matchExpressions", _ABSENT)
+        if isinstance(exprs, list) and all(map(_is_requirement, exprs)):
+            continue  # the usual term (each expression a requirement, so an object)
         if not (isinstance(exprs, list) and all(map(isinstance, exprs, _DICTS))):
             if exprs is not _ABSENT:
                 out.append(_wrong(f"{_TERMS}[{i}].matchExpressions", exprs, _LIST))

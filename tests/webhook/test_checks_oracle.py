@@ -62,13 +62,21 @@ JSON = st.recursive(
     ),
     max_leaves=6,
 )
-# Right-looking shapes too, so the checks past the first wrong type are reached.
+# Right-looking shapes too, so the checks past the first wrong type are reached: requirements
+# and near-requirements mixed in one list, terms holding such lists.
+REQUIREMENT = st.fixed_dictionaries(
+    {"key": st.text(max_size=4), "operator": st.sampled_from(["In", "Exists"])},
+    optional={"values": st.lists(st.text(max_size=3), max_size=2) | JSON},
+)
+ITEMS = st.lists(
+    REQUIREMENT
+    | st.dictionaries(st.sampled_from(["key", "operator", "values", "name"]), JSON, max_size=3),
+    max_size=3,
+)
 VALUE = (
     JSON
-    | st.lists(
-        st.dictionaries(st.sampled_from(["key", "operator", "values", "name"]), JSON, max_size=3),
-        max_size=3,
-    )
+    | ITEMS
+    | st.lists(st.fixed_dictionaries({}, optional={"matchExpressions": ITEMS | JSON}), max_size=3)
     | st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2)
 )
 KEYS = st.sampled_from(
@@ -149,3 +157,13 @@ def test_long_annotation_values_are_read_but_not_kept() -> None:
     assert req is not None and req.rdma == "required" and problems == []
     after = rq._memo_inline.cache_info()
     assert (after.hits, after.misses) == (before.hits, before.misses)
+
+
+def test_each_expression_that_is_not_a_requirement_is_named() -> None:
+    pod = copy.deepcopy(POD)
+    good = {"key": "zone", "operator": "In", "values": ["a"]}
+    put(pod, (*_REQ, "nodeSelectorTerms"), [{"matchExpressions": [good, {"key": "zone"}, good]}])
+    assert pod_problems(pod) == [
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms[0].matchExpressions[1] is not a requirement {key, operator, values}"
+    ]
