@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.webhook import check_oracle as oracle
+from tests.webhook.helpers import paths, put
 from webhook import requirements as rq
 from webhook.review import pod_problems
 
@@ -28,17 +29,6 @@ CLAIM = {
     "storage": {"cuFile": "Required"},
 }
 _REQ = ("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-
-
-def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += paths(v, (*prefix, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += paths(v, (*prefix, i))
-    return out
 
 
 # Every path of the real pod but its managedFields, and the fields the checks read that it lacks.
@@ -102,12 +92,6 @@ ANNOTATION_VALUE = (
     )
     | JSON
 )
-
-
-def put(doc: Any, path: tuple[Any, ...], value: Any) -> None:
-    for key in path[:-1]:
-        doc = doc[key]
-    doc[path[-1]] = value
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook.helpers import POLICY, golden_cache
+from tests.webhook.helpers import POLICY, golden_cache, paths, put
 from webhook.cache import FabricCache
 from webhook.placement import Settings, plan
 from webhook.requirements import has_fabric_annotations, requirements
@@ -36,17 +36,6 @@ JSON = st.recursive(
 )
 
 
-def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += paths(v, (*prefix, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += paths(v, (*prefix, i))
-    return out
-
-
 ALL_PATHS = [p for p in paths(BASE) if p]
 # The parts the webhook reads, more often: annotations, containers, affinity.
 HOT = [
@@ -54,12 +43,6 @@ HOT = [
     for p in ALL_PATHS
     if any(k in p for k in ("annotations", "containers", "affinity", "metadata", "spec"))
 ]
-
-
-def put(doc: Any, path: tuple[Any, ...], value: Any) -> None:
-    for key in path[:-1]:
-        doc = doc[key]
-    doc[path[-1]] = value
 
 
 def check_answer(body: bytes, cache: FabricCache = CACHE) -> None:
