@@ -43,9 +43,10 @@ class Plan:
     conds: tuple[Cond, ...] = ()  # the required expressions in Query form
     exprs: tuple[Expr, ...] = ()  # the required expressions, as mutate adds them
     terms: tuple[dict[str, Any], ...] = ()  # the preferred terms, as mutate adds them
+    query: Query = ((),)  # query_of a pod that says nothing of our labels itself, with conds
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
     pod: dict[str, Any]
     ops: list[dict[str, Any]] = field(default_factory=list)  # JSONPatch: original -> pod
@@ -122,7 +123,8 @@ def plan(req: Requirements) -> Plan:
         {"weight": weight, "preference": {"matchExpressions": [n.expr for n in needs]}}
         for weight, needs in preferred
     )
-    return Plan(tuple(required), tuple(preferred), conds, tuple(n.expr for n in required), terms)
+    exprs = tuple(n.expr for n in required)
+    return Plan(tuple(required), tuple(preferred), conds, exprs, terms, _only(tuple(sorted(set(conds)))))
 
 
 def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
@@ -167,14 +169,9 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
     """The part of the pod's required node affinity and nodeSelector that our labels decide,
     with `extra` ANDed into every term (what mutate is about to add), canonical (sorted,
     deduplicated, absorbed) so that alike pods ask the same question."""
-    spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
+    selector, owns = _own_conds(pod)
     base = set(extra)
-    base.update((str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX)
-    owns: list[list[Cond]] = []
-    for term in _required_terms(pod):
-        exprs = (term.get("matchExpressions") or []) if isinstance(term, dict) else []
-        owns.append([c for c in map(_cond, exprs) if c is not None])
+    base.update(selector)
     if not any(owns):  # the usual pod: no term says anything about our labels
         return _only(tuple(sorted(base)))
     terms = {frozenset(base.union(own)) for own in owns}
@@ -183,6 +180,25 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
         if not any(k <= t for k in kept):
             kept.append(t)
     return tuple(sorted(tuple(sorted(t)) for t in kept))
+
+
+def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
+    """query_of(pod, p.conds), without rebuilding the plan's own query for the usual pod."""
+    selector, owns = _own_conds(pod)
+    return p.query if not selector and not any(owns) else query_of(pod, p.conds)
+
+
+def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
+    """The pod's nodeSelector and each required term, in Query form, only our labels."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    own = [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
+    terms = [
+        [c for c in map(_cond, (term.get("matchExpressions") or [])) if c is not None]
+        if isinstance(term, dict)
+        else []
+        for term in _required_terms(pod)
+    ]
+    return own, terms
 
 
 @functools.lru_cache(maxsize=256)
@@ -236,7 +252,7 @@ def mutate(
     ops; the decision's pod is then that same object."""
     fleet = _fleet(groups)
     p = plan(req)
-    query = query_of(pod, p.conds)  # the pod as it came (before the edits below, in place or not)
+    query = _query_for(pod, p)  # the pod as it came (before the edits below, in place or not)
     found = fleet.candidates(query)
     warnings: list[str] = []
     if not found.nodes:

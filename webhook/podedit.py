@@ -113,7 +113,8 @@ class PodEdit:
         obj, path, fresh = at
         value = obj.get(key)
         if value is not None:
-            return (value, f"{path}/{key}", fresh or id(value) in self._created)
+            created = self._created  # usually empty: the pod had every object the edit reaches
+            return (value, f"{path}/{key}", fresh or (bool(created) and id(value) in created))
         value = obj[key] = kind()
         self._created.add(id(value))
         if not fresh:
@@ -154,12 +155,14 @@ class PodEdit:
         ops, shared = self.ops, self.shared
         for term in self.items(terms):
             have, path, fresh = self.get(term, "matchExpressions", list)
+            n = len(have)
             for expr in exprs:
                 if expr not in have:
                     item = expr if shared else copy_expr(expr)
                     have.append(item)
                     if not fresh:
-                        ops.append({"op": "add", "path": f"{path}/{len(have) - 1}", "value": item})
+                        ops.append({"op": "add", "path": f"{path}/{n}", "value": item})
+                    n += 1
 
     def add_preferred(self, term: dict[str, Any]) -> None:
         """One weighted preferred term ({weight, preference: {matchExpressions}}), unless the
@@ -182,7 +185,10 @@ class PodEdit:
 
     @staticmethod
     def has_env(container: Node, name: str) -> bool:
-        return any(e.get("name") == name for e in container[0].get("env") or ())
+        for e in container[0].get("env") or ():
+            if e.get("name") == name:
+                return True
+        return False
 
     def set_env(self, container: Node, name: str, value: str) -> None:
         env = self.get(container, "env", list)
@@ -204,13 +210,16 @@ class PodEdit:
 
     def add_volume(self, volume: dict[str, Any]) -> None:
         volumes = self.get(self.spec(), "volumes", list)
-        if not any(v.get("name") == volume["name"] for v in volumes[0]):
-            self.append(volumes, volume)
+        name = volume["name"]
+        for v in volumes[0]:
+            if v.get("name") == name:
+                return
+        self.append(volumes, volume)
 
     def add_mount(self, container: Node, mount: dict[str, Any]) -> None:
         mounts = self.get(container, "volumeMounts", list)
-        if not any(
-            m.get("name") == mount["name"] or m.get("mountPath") == mount["mountPath"]
-            for m in mounts[0]
-        ):
-            self.append(mounts, mount)
+        name, where = mount["name"], mount["mountPath"]
+        for m in mounts[0]:
+            if m.get("name") == name or m.get("mountPath") == where:
+                return
+        self.append(mounts, mount)
