@@ -124,7 +124,8 @@ def plan(req: Requirements) -> Plan:
         for weight, needs in preferred
     )
     exprs = tuple(n.expr for n in required)
-    return Plan(tuple(required), tuple(preferred), conds, exprs, terms, _only(tuple(sorted(set(conds)))))
+    query = _only(tuple(sorted(set(conds))))
+    return Plan(tuple(required), tuple(preferred), conds, exprs, terms, query)
 
 
 def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:

@@ -185,7 +185,7 @@ class PodEdit:
 
     @staticmethod
     def has_env(container: Node, name: str) -> bool:
-        for e in container[0].get("env") or ():
+        for e in container[0].get("env") or ():  # noqa: SIM110 (a loop: no generator per call)
             if e.get("name") == name:
                 return True
         return False
