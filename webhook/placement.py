@@ -192,7 +192,7 @@ def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
 def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
     """The pod's nodeSelector and each required term, in Query form, only our labels."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    own = [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
+    own: list[Cond] = [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
     terms = [
         [c for c in map(_cond, (term.get("matchExpressions") or [])) if c is not None]
         if isinstance(term, dict)
