@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Literal
@@ -252,6 +252,19 @@ class _Inline:
     fields: tuple[tuple[str, object], ...]
     value_problems: tuple[str, ...]
     alone: Mapping[str, Any]
+    by_gpus: dict[int, Requirements] = field(default_factory=dict)
+
+    def requirements(self, gpus: int) -> Requirements:
+        """The Requirements of a valid pod with these annotations, no claim and `gpus` GPUs. The
+        memo hands this reading to pod after pod, so the value (immutable) is kept for the first
+        few GPU counts: alike pods get the same object, which later lookups keyed on it (the
+        placement plan) find by identity."""
+        req = self.by_gpus.get(gpus)
+        if req is None:
+            req = Requirements(gpus=gpus, **self.alone)
+            if len(self.by_gpus) < 8:
+                self.by_gpus[gpus] = req
+        return req
 
 
 def _read_inline(ours: tuple[tuple[str, object], ...]) -> _Inline:
@@ -311,7 +324,7 @@ def check(
     annotations = annotations_of(pod)
     inline = _inline(annotations)
     problems += inline.key_problems
-    fields = inline.alone
+    fields: dict[str, Any] = {}
     claim = annotations.get(api.ANN_CLAIM)
     if isinstance(claim, str):
         spec = claims(namespace, claim)
@@ -325,7 +338,9 @@ def check(
     gpus = gpu_count(pod, problems)
     if problems:
         return None, problems
-    return Requirements(gpus=gpus, claim=claim if isinstance(claim, str) else None, **fields), []
+    if not isinstance(claim, str):
+        return inline.requirements(gpus), []
+    return Requirements(gpus=gpus, claim=claim, **fields), []
 
 
 def requirements(pod: Mapping[str, Any], namespace: str, claims: ClaimLookup) -> Requirements:

@@ -151,3 +151,25 @@ def test_each_expression_that_is_not_a_requirement_is_named() -> None:
         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         ".nodeSelectorTerms[0].matchExpressions[1] is not a requirement {key, operator, values}"
     ]
+
+
+def test_alike_pods_share_their_requirements_and_each_gpu_count_has_its_own() -> None:
+    # The fixture's annotations (nvlink topology, RDMA required on 8 ports, 900 GB/s NVLink) and
+    # HCAs no other test names, so this reading is new to the memo: the first GPU counts it sees
+    # keep their Requirements, any count gets its own.
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["annotations"]["gpufabric.io/preferred-hcas"] = "mlx5_7,mlx5_9"
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    for gpus in [8, 4, 8, *range(12), 4]:
+        limits["nvidia.com/gpu"] = gpus
+        req = rq.requirements(pod, "team-a", lambda ns, n: None)
+        assert req == rq.Requirements(
+            gpus=gpus,
+            rdma="required",
+            rdma_min_ports=8,
+            preferred_hcas=("mlx5_7", "mlx5_9"),
+            topology="nvlink",
+            min_nvlink_bandwidth=900,
+        )
+        if gpus in (8, 4):
+            assert rq.requirements(pod, "team-a", lambda ns, n: None) is req
