@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, Literal, NotRequired, TypedDict
+
+import pybase64
 
 from webhook import jsoncodec
 
@@ -331,7 +332,8 @@ def allowed(uid: str, patch: list[dict[str, Any]] | None, warnings: list[str]) -
     if patch:
         out["patchType"] = "JSONPatch"
         # Compact JSON, the bytes json.dumps(patch, separators=(",", ":")) has always sent.
-        out["patch"] = binascii.b2a_base64(jsoncodec.dumps(patch), newline=False).decode()
+        # pybase64: binascii's encoder is a byte loop (2 us for a 3 KiB patch), pybase64's SIMD
+        out["patch"] = pybase64.b64encode(jsoncodec.dumps(patch)).decode()
     if warnings:
         out["warnings"] = warnings
     return out

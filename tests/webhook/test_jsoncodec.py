@@ -25,6 +25,7 @@ from webhook.cache import FabricCache
 from webhook.jsoncodec import dumps, loads
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, requirements
+from webhook.review import allowed
 from webhook.server import reply
 
 # What review.allowed and server.mutate_handler wrote before orjson.
@@ -339,6 +340,10 @@ def test_patches_are_the_old_bytes(pod: dict[str, Any], cache: FabricCache, tuni
     ops = mutate(pod, req, cache.groups(), Settings(POLICY, tuning), in_place=True).ops
     assert json_typed(ops)
     assert dumps(ops) == OLD_PATCH(ops).encode()
+    if ops:  # and the review's field: the standard library's base64 of those bytes (pybase64)
+        assert (
+            allowed("uid", ops, [])["patch"] == base64.b64encode(OLD_PATCH(ops).encode()).decode()
+        )
 
 
 def replies() -> list[bytes]:
