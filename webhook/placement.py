@@ -290,8 +290,7 @@ def mutate(
             )
     if required:
         edit.add_required(required)
-    for term in p.terms:
-        edit.add_preferred(term)
+    edit.add_preferred(p.terms)
     if hcas:
         for c in containers:
             edit.set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))

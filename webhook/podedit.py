@@ -164,12 +164,13 @@ class PodEdit:
                         ops.append({"op": "add", "path": f"{path}/{n}", "value": item})
                     n += 1
 
-    def add_preferred(self, term: dict[str, Any]) -> None:
-        """One weighted preferred term ({weight, preference: {matchExpressions}}), unless the
+    def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
+        """Weighted preferred terms ({weight, preference: {matchExpressions}}), each unless the
         pod has it already."""
         prefs = self.get(self.node_affinity(), PREFERRED, list)
-        if term not in prefs[0]:
-            self.append(prefs, term if self.shared else copy_term(term))
+        for term in terms:
+            if term not in prefs[0]:
+                self.append(prefs, term if self.shared else copy_term(term))
 
     def gpu_containers(self) -> list[Node]:
         """The containers that ask for GPUs (all of them when none does)."""
