@@ -149,19 +149,24 @@ class PodEdit:
     def add_required(self, exprs: Sequence[Expr]) -> None:
         """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod)."""
         required = self.get(self.node_affinity(), REQUIRED, dict)
-        terms = self.get(required, "nodeSelectorTerms", list)
-        if not terms[0]:
-            self.append(terms, {"matchExpressions": []}, revisit=True)
-        ops, shared = self.ops, self.shared
-        for term in self.items(terms):
-            have, path, fresh = self.get(term, "matchExpressions", list)
+        terms, path, fresh = self.get(required, "nodeSelectorTerms", list)
+        if not terms:
+            self.append((terms, path, fresh), {"matchExpressions": []}, revisit=True)
+        ops, shared, created = self.ops, self.shared, self._created
+        for i, term in enumerate(terms):
+            have = term.get("matchExpressions")
+            if have is None or created:  # an object to create, or one this edit made: get() knows
+                at = (term, f"{path}/{i}", fresh or id(term) in created)
+                have, at_path, at_fresh = self.get(at, "matchExpressions", list)
+            else:  # the usual pod: the list is there and the edit has created nothing yet
+                at_path, at_fresh = f"{path}/{i}/matchExpressions", fresh
             n = len(have)
             for expr in exprs:
                 if expr not in have:
                     item = expr if shared else copy_expr(expr)
                     have.append(item)
-                    if not fresh:
-                        ops.append({"op": "add", "path": f"{path}/{n}", "value": item})
+                    if not at_fresh:
+                        ops.append({"op": "add", "path": f"{at_path}/{n}", "value": item})
                     n += 1
 
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
