@@ -291,17 +291,19 @@ def mutate(
     if required:
         edit.add_required(required)
     edit.add_preferred(p.terms)
+    env: list[tuple[str, str]] = []  # set in one pass per container, in this order
     if hcas:
-        for c in containers:
-            edit.set_env(c, "NCCL_IB_HCA", "=" + ",".join(hcas))
+        env.append(("NCCL_IB_HCA", "=" + ",".join(hcas)))
     if req.cufile and settings.cufile_policy:  # by value: see webhook.cufile
         edit.annotate(cufile.ANNOTATION, settings.cufile_policy)
         edit.add_volume(_VOLUME if in_place else cufile.volume())
         for c in containers:
             edit.add_mount(c, _MOUNT if in_place else cufile.mount())
-            edit.set_env(c, cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}")
+        env.append((cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}"))
     if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
         # NCCL has no NODE level: its PHB means "same NUMA node".
+        env.append(("NCCL_NET_GDR_LEVEL", "PHB" if gdr_level == "NODE" else gdr_level))
+    if env:
         for c in containers:
-            edit.set_env(c, "NCCL_NET_GDR_LEVEL", "PHB" if gdr_level == "NODE" else gdr_level)
+            edit.set_env(c, env)
     return Decision(pod=edit.pod, ops=edit.ops, warnings=warnings, fleet=fleet)

@@ -196,12 +196,13 @@ class PodEdit:
                 return True
         return False
 
-    def set_env(self, container: Node, name: str, value: str) -> None:
+    def set_env(self, container: Node, pairs: Sequence[tuple[str, str]]) -> None:
+        """Add each (name, value) the container does not set itself (its own value wins)."""
         env = self.get(container, "env", list)
-        for e in env[0]:
-            if e.get("name") == name:
-                return  # the user's own value always wins
-        self.append(env, {"name": name, "value": value})
+        have = {n for e in env[0] if isinstance(n := e.get("name"), str)}  # any type may come
+        for name, value in pairs:
+            if name not in have:
+                self.append(env, {"name": name, "value": value})
 
     def annotate(self, key: str, value: str) -> None:
         """Set an annotation unless the pod has it already (then the pod's own value stays)."""

@@ -87,3 +87,16 @@ def test_explicit_nulls_in_extended_fields_are_denied_by_path() -> None:
         requirements(pod, "ns", FabricCache().claim)
     assert "spec.affinity is null" in str(err.value)
     assert "spec.volumes is null" in str(err.value)
+
+
+def test_env_entries_with_names_of_any_type_do_not_stop_the_edit() -> None:
+    # The API server decodes env names as strings; a fuzzed review may carry anything there.
+    pod = {
+        "metadata": {"annotations": {"gpufabric.io/cufile": "required"}},
+        "spec": {"containers": [{"name": "c", "env": [{"name": ["x"]}, {"name": {"a": 1}}]}]},
+    }
+    cache = FabricCache()
+    decision = mutate(pod, requirements(pod, "ns", cache.claim), cache.groups(), Settings("cf"))
+    env = decision.pod["spec"]["containers"][0]["env"]
+    assert env[2] == {"name": "CUFILE_ENV_PATH_JSON", "value": "/etc/gpufabric/cufile/cufile.json"}
+    assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
