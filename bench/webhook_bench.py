@@ -16,27 +16,22 @@ Targets (issue 10): fabric review <= 1.5x baseline at 5,000 nodes / ~50 layouts,
 distinct; unannotated <= 1.1x; first review after a watch event <= 2 ms at 20,000 nodes; ingest
 <= 50 us per status; review p99 during a 20,000-status relist <= 5 ms; RSS <= 150 MB at 20,000.
 
-Where a fabric review's time goes (in-process, 5,000 nodes, in units of the baseline handler's
-own work, json.loads of the review + json.dumps of `allowed`, which is about a fifth of the
-baseline server's CPU per review; the rest is aiohttp and TLS, the same in both servers):
-review.parse 1.5 (json.loads 0.9, the nesting bound read from the body's bytes 0.5; walking the
-decoded value cost 1.4), requirements with pod_problems 0.8 (pod_problems 0.35 in one inline
-pass; 0.55 with a closure per field), mutate 2.0 on a copy (placement reads a few counters; the
-rest is editing the pod and recording the patch; the server edits the pod it just decoded in
-place, about 0.3 less), the ~3 KiB patch as JSON + base64 1.2, the response JSON 0.6; 7.7 for the
-whole reply (8.3 before those two changes, measured interleaved). Around the handler the webhook
-server now does what the baseline does: the body is read without a timer when it came with the
-head, and the connection guard reads aiohttp's own request state instead of a middleware.
-Placement's share no longer grows with nodes or layouts (the scale curve is flat).
-
-JSON on the hot path (webhook/jsoncodec.py: orjson, with the standard library answering wherever
-orjson alone would differ, so values, errors and bytes are unchanged; the reply is compact JSON
-now). In-process, against the commit before it in the same run: review.parse 1.26 -> 0.95 (the
-review's decode 8.8 us where json.loads takes 12.8, 1.6 us of it the scans that decide when
-json.loads must answer), the patch JSON + base64 1.21 -> 0.29, the response JSON 0.54 -> 0.06;
-the whole fabric reply 7.3 -> 5.5, an unannotated one 1.19 -> 0.85. This bench, --quick --fleets
-5000:alike, two runs each, interleaved: fabric review 2.43x, 2.30x -> 2.04x, 2.05x; unannotated
-1.05x, 1.14x -> 0.95x, 0.96x.
+Where a fabric review's time goes (in-process, 5,000 alike nodes, the bench's pod, in us on a quiet
+run; the baseline handler's own work, json.loads of the review + json.dumps of `allowed`, is
+14.5-15 us, about a fifth of the baseline server's CPU per review, the rest being aiohttp and TLS,
+the same in both servers): review.parse 12.8 (the decode 8.8 through webhook/jsoncodec.py: orjson,
+with the standard library answering wherever orjson alone would differ, 1.6 us of it the scans
+that decide that; the nesting bound read from the body's bytes 3.1), requirements 5.8 (pod_problems
+3.4, the gpufabric.io annotations read through a bounded memo of that pure reading), admit_group
+1.0, mutate ~15 in place (query and fleet lookups ~2.5, the required expressions ANDed into both
+terms 3.3, env, cuFile volume and mount, the recorded ops), the patch JSON + base64 2.4 (pybase64:
+binascii's loop alone took 2 us), the reply JSON 0.8: 49-51 us for the whole reply, 3.4 units of
+the baseline handler's work (7.7 at the start of the session, 104 us). An unannotated review is
+0.75-0.80 units (1.2 before). In the server a review's handler costs about 1.35x its in-process
+time (colder caches between requests), which is what keeps 5,000 alike at 1.55-1.68x. What is
+left is Python doing the edit (a straight-line mutate for the usual pod measured ~35% fewer
+instructions than PodEdit's generic walk, at the price of a second implementation) and json
+decoding. Placement's share does not grow with nodes or layouts (the scale curve is flat).
 """
 
 from __future__ import annotations
