@@ -7,7 +7,8 @@ shared with the original, which is never changed. Each edit records one JSONPatc
 inside an object the edit itself created: that object's own op carries it (ops hold the live
 objects and are serialized after the last edit). So no diff of the whole pod is needed;
 tests/webhook/patch_oracle.py computes the same patch from the outside, and the property tests
-hold the two together.
+hold the two together. In place (the server's review, whose pod is dropped after its ops are sent)
+nothing is copied, and the plan's constant expressions go into the pod as they are.
 """
 
 from __future__ import annotations
@@ -129,11 +130,6 @@ class PodEdit:
             self._created.add(id(item))
         if not fresh:
             self.ops.append({"op": "add", "path": f"{path}/{len(items) - 1}", "value": item})
-
-    def items(self, at: Node) -> list[Node]:
-        items, path, fresh = at
-        created = self._created
-        return [(item, f"{path}/{i}", fresh or id(item) in created) for i, item in enumerate(items)]
 
     def spec(self) -> Node:
         if self._spec is None:
