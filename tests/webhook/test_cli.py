@@ -105,28 +105,21 @@ def test_every_option_has_help_with_its_default(parser: argparse.ArgumentParser)
             assert "default" in action.help, name
 
 
-def test_serve_with_a_missing_certificate_names_it(tmp_path: Path) -> None:
-    # A real process: a missing file must neither print a traceback nor abort (SIGABRT).
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "webhook",
-            "serve",
-            "--tls-cert",
-            str(tmp_path / "tls.crt"),
-            "--tls-key",
-            str(tmp_path / "tls.key"),
-            "--port",
-            "0",
-            "--metrics-port",
-            "0",
-        ],
+def _serve(cert: str, key: str, metrics_port: int, *more: str) -> subprocess.CompletedProcess[str]:
+    """`gpufabric-webhook serve` as a real process (a bad start must neither print a traceback
+    nor abort with SIGABRT), on any free port."""
+    serve = ["serve", "--tls-cert", cert, "--tls-key", key, "--port", "0"]
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *serve, "--metrics-port", str(metrics_port), *more],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=60,
     )
+
+
+def test_serve_with_a_missing_certificate_names_it(tmp_path: Path) -> None:
+    proc = _serve(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), 0)
     assert proc.returncode == 2, proc.stderr
     assert (
         one_line(proc.stderr)
@@ -152,28 +145,7 @@ def test_serve_on_a_taken_metrics_port_says_so(tmp_path: Path) -> None:
         taken.bind(("0.0.0.0", 0))  # noqa: S104 - the server binds all addresses too
         taken.listen()
         port = taken.getsockname()[1]
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "webhook",
-                "serve",
-                "--tls-cert",
-                cert,
-                "--tls-key",
-                key,
-                "--port",
-                "0",
-                "--metrics-port",
-                str(port),
-                "--kubeconfig",
-                str(tmp_path / "none"),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=60,
-        )
+        proc = _serve(cert, key, port, "--kubeconfig", str(tmp_path / "none"))
     assert proc.returncode == 2, proc.stderr
     assert f"cannot listen on --metrics-port {port}" in one_line(proc.stderr)
 
@@ -181,28 +153,7 @@ def test_serve_on_a_taken_metrics_port_says_so(tmp_path: Path) -> None:
 def test_serve_without_cluster_configuration_says_so(tmp_path: Path) -> None:
     cert, key = _pair(tmp_path)
     (tmp_path / "kubeconfig").write_text("not: a kubeconfig\n")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "webhook",
-            "serve",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-            "--port",
-            "0",
-            "--metrics-port",
-            "0",
-            "--kubeconfig",
-            str(tmp_path / "kubeconfig"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    proc = _serve(cert, key, 0, "--kubeconfig", str(tmp_path / "kubeconfig"))
     assert proc.returncode == 2, proc.stderr
     assert "no usable cluster configuration" in one_line(proc.stderr)
 
