@@ -59,7 +59,7 @@ class Decision:
         return admitted(self.pod, self.fleet) if self.fleet is not None else ()
 
 
-# Shared by in-place edits only (see PodEdit); other pods get their own copies.
+# Constants: PodEdit copies them into any pod that outlives the review.
 _VOLUME, _MOUNT = cufile.volume(), cufile.mount()
 
 
@@ -170,7 +170,16 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
     """The part of the pod's required node affinity and nodeSelector that our labels decide,
     with `extra` ANDed into every term (what mutate is about to add), canonical (sorted,
     deduplicated, absorbed) so that alike pods ask the same question."""
+    return _query(*_own_conds(pod), extra)
+
+
+def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
+    """query_of(pod, p.conds), the plan's own query for the usual pod (none of our labels)."""
     selector, owns = _own_conds(pod)
+    return p.query if not selector and not any(owns) else _query(selector, owns, p.conds)
+
+
+def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) -> Query:
     base = set(extra)
     base.update(selector)
     if not any(owns):  # the usual pod: no term says anything about our labels
@@ -181,12 +190,6 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
         if not any(k <= t for k in kept):
             kept.append(t)
     return tuple(sorted(tuple(sorted(t)) for t in kept))
-
-
-def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
-    """query_of(pod, p.conds), without rebuilding the plan's own query for the usual pod."""
-    selector, owns = _own_conds(pod)
-    return p.query if not selector and not any(owns) else query_of(pod, p.conds)
 
 
 def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
@@ -296,9 +299,9 @@ def mutate(
         env.append(("NCCL_IB_HCA", "=" + ",".join(hcas)))
     if req.cufile and settings.cufile_policy:  # by value: see webhook.cufile
         edit.annotate(cufile.ANNOTATION, settings.cufile_policy)
-        edit.add_volume(_VOLUME if in_place else cufile.volume())
+        edit.add_volume(_VOLUME)
         for c in containers:
-            edit.add_mount(c, _MOUNT if in_place else cufile.mount())
+            edit.add_mount(c, _MOUNT)
         env.append((cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}"))
     if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
         # NCCL has no NODE level: its PHB means "same NUMA node".

@@ -13,6 +13,7 @@ nothing is copied, and the plan's constant expressions go into the pod as they a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,19 +71,6 @@ def _escape(key: str) -> str:
     if "~" in key or "/" in key:
         return key.replace("~", "~0").replace("/", "~1")
     return key
-
-
-def copy_expr(expr: Expr) -> Expr:
-    out = dict(expr)
-    if "values" in out:
-        out["values"] = list(out["values"])
-    return out
-
-
-def copy_term(term: dict[str, Any]) -> dict[str, Any]:
-    """A preferred term ({weight, preference: {matchExpressions}}) with its own expressions."""
-    exprs = [copy_expr(e) for e in term["preference"]["matchExpressions"]]
-    return {"weight": term["weight"], "preference": {"matchExpressions": exprs}}
 
 
 class PodEdit:
@@ -148,7 +136,7 @@ class PodEdit:
         terms, path, fresh = self.get(required, "nodeSelectorTerms", list)
         if not terms:
             self.append((terms, path, fresh), {"matchExpressions": []}, revisit=True)
-        ops, shared, created = self.ops, self.shared, self._created
+        ops, own, created = self.ops, self._own, self._created
         for i, term in enumerate(terms):
             have = term.get("matchExpressions")
             if have is None or created:  # an object to create, or one this edit made: get() knows
@@ -159,7 +147,7 @@ class PodEdit:
             n = len(have)
             for expr in exprs:
                 if expr not in have:
-                    item = expr if shared else copy_expr(expr)
+                    item = own(expr)
                     have.append(item)
                     if not at_fresh:
                         ops.append({"op": "add", "path": f"{at_path}/{n}", "value": item})
@@ -171,7 +159,7 @@ class PodEdit:
         prefs = self.get(self.node_affinity(), PREFERRED, list)
         for term in terms:
             if term not in prefs[0]:
-                self.append(prefs, term if self.shared else copy_term(term))
+                self.append(prefs, self._own(term))
 
     def gpu_containers(self) -> list[Node]:
         """The containers that ask for GPUs (all of them when none does)."""
@@ -211,13 +199,18 @@ class PodEdit:
                     {"op": "add", "path": f"{annotations[1]}/{_escape(key)}", "value": value}
                 )
 
+    def _own(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A constant value (the plan's, cufile's) as it goes into the pod: itself in place, else
+        a copy of its own (a pod that outlives the review may be edited or dumped later)."""
+        return value if self.shared else copy.deepcopy(value)
+
     def add_volume(self, volume: dict[str, Any]) -> None:
         volumes = self.get(self.spec(), "volumes", list)
         name = volume["name"]
         for v in volumes[0]:
             if v.get("name") == name:
                 return
-        self.append(volumes, volume)
+        self.append(volumes, self._own(volume))
 
     def add_mount(self, container: Node, mount: dict[str, Any]) -> None:
         mounts = self.get(container, "volumeMounts", list)
@@ -225,4 +218,4 @@ class PodEdit:
         for m in mounts[0]:
             if m.get("name") == name or m.get("mountPath") == where:
                 return
-        self.append(mounts, mount)
+        self.append(mounts, self._own(mount))
