@@ -28,7 +28,8 @@ import jsonpatch  # noqa: E402
 
 from tests.webhook.helpers import golden_cache  # noqa: E402
 from webhook.placement import Settings, plan  # noqa: E402
-from webhook.requirements import check, has_fabric_annotations  # noqa: E402
+from webhook.requirements import check  # noqa: E402
+from webhook.review import has_fabric_annotations  # noqa: E402
 from webhook.server import reply  # noqa: E402
 
 RAW = (ROOT / "tests" / "fixtures" / "admission" / "pod-create.review.json").read_bytes()

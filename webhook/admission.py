@@ -11,7 +11,8 @@ from webhook.groups.admit import admit_group
 from webhook.groups.capacity import pod_gpus
 from webhook.groups.names import ANN_GROUP
 from webhook.placement import Settings, mutate
-from webhook.requirements import Invalid, annotations_of, has_fabric_annotations, requirements
+from webhook.requirements import Invalid, requirements
+from webhook.review import annotations_of, has_fabric_annotations
 
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 

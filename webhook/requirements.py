@@ -13,7 +13,7 @@ from typing import Any, Literal
 from common import api
 from webhook.groups.names import GROUP_ANNOTATIONS
 from webhook.nodeselector import INT64_MAX, parse_int64
-from webhook.review import pod_problems
+from webhook.review import annotations_of, pod_problems
 
 Level = Literal["required", "preferred"]
 Topology = Literal["any", "same-socket", "nvlink"]
@@ -43,21 +43,6 @@ class Requirements:
     topology: Topology = "any"
     min_nvlink_bandwidth: int | None = None
     claim: str | None = None
-
-
-def annotations_of(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    # `dict | Mapping` here and below: a decoded pod's dicts pass at the exact-type check, where
-    # the Mapping ABC alone costs a call through abc for each value.
-    meta = pod.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, dict | Mapping) else None
-    return ann if isinstance(ann, dict | Mapping) else {}
-
-
-def has_fabric_annotations(pod: Mapping[str, Any]) -> bool:
-    for k in annotations_of(pod):
-        if isinstance(k, str) and k.startswith(api.ANNOTATION_PREFIX):
-            return True
-    return False
 
 
 def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from webhook.connections import ConnectionGuard, GuardedSite, Limits
 from webhook.jsoncodec import dumps
 from webhook.metrics import WebhookMetrics
 from webhook.placement import Settings
-from webhook.requirements import has_fabric_annotations
+from webhook.review import has_fabric_annotations
 from webhook.watch import ListWatch
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from webhook.requirements import (
     Requirements,
     _from_claim,
     _show,
-    annotations_of,
 )
+from webhook.review import annotations_of
 
 
 def _is_map(value: object, of_str: bool = False) -> bool:

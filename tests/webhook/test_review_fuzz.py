@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from tests.webhook.helpers import POLICY, golden_cache, paths, put
 from webhook.cache import FabricCache
 from webhook.placement import Settings, plan
-from webhook.requirements import has_fabric_annotations, requirements
+from webhook.requirements import requirements
+from webhook.review import has_fabric_annotations
 from webhook.server import reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "admission"
