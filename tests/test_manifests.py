@@ -505,7 +505,7 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     agent, hook = AgentMetrics(), WebhookMetrics()
     agent.condition.labels(type="FabricHealthy").set(1)
     agent.applies.labels(outcome="applied").inc()
-    hook.outcomes.labels(outcome="mutated").inc()
+    hook.admissions.count("mutated", 0.001)
     hook.labeler_applies.labels(outcome="applied").inc()
     hook.watch_stale.labels(watch="nodes").set(0)
     hook.leader.labels(lease="gpufabric-labeler").set(1)

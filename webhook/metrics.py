@@ -2,26 +2,64 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+ADMISSION_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1)
+
+
+class Admissions(Collector):
+    """The per-review metrics: answers by outcome, and the server time of each review.
+
+    Counted in plain ints and read at scrape time: prometheus_client's Counter and Histogram take
+    a lock per increment and walk the buckets in Python, 1.5 us per review, a tenth of what the
+    webhook adds to a review. Every review is counted on the event loop's thread.
+    """
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, int] = {}
+        self.buckets = [0] * (len(ADMISSION_BUCKETS) + 1)  # the last one: above every bound
+        self.seconds = 0.0
+
+    def count(self, outcome: str, seconds: float | None = None) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if seconds is not None:
+            self.buckets[bisect_left(ADMISSION_BUCKETS, seconds)] += 1  # `le`: bound >= seconds
+            self.seconds += seconds
+
+    def collect(self) -> Iterator[Metric]:
+        answers = CounterMetricFamily(
+            "gpufabric_webhook_admissions",
+            "Admission answers by outcome (mutated, untouched, denied, warned, bad_request, error)",
+            labels=["outcome"],
+        )
+        for outcome, n in sorted(self.outcomes.items()):
+            answers.add_metric([outcome], n)
+        yield answers
+        cumulative, total = [], 0
+        bounds = (*map(floatToGoString, ADMISSION_BUCKETS), "+Inf")
+        for bound, n in zip(bounds, self.buckets, strict=True):
+            total += n
+            cumulative.append((bound, total))
+        yield HistogramMetricFamily(
+            "gpufabric_webhook_admission_duration_seconds",
+            "Server time to answer one AdmissionReview",
+            buckets=cumulative,
+            sum_value=self.seconds,
+        )
 
 
 class WebhookMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.duration = Histogram(
-            "gpufabric_webhook_admission_duration_seconds",
-            "Server time to answer one AdmissionReview",
-            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1),
-            registry=r,
-        )
-        self.outcomes = Counter(
-            "gpufabric_webhook_admissions_total",
-            "Admission answers by outcome (mutated, untouched, denied, warned, bad_request, error)",
-            ["outcome"],
-            registry=r,
-        )
-        self._outcome_children: dict[str, Counter] = {}
+        self.admissions = Admissions()
+        r.register(self.admissions)
         self.cache_nodes = Gauge(
             "gpufabric_webhook_cache_nodes", "GpuNodeStatus objects in the cache", registry=r
         )
@@ -105,14 +143,6 @@ class WebhookMetrics:
             "1 while this replica holds the placer Lease",
             registry=r,
         )
-
-    def outcome(self, name: str) -> Counter:
-        """The admissions counter of one outcome (labels() validates and locks on every call;
-        the webhook counts every review)."""
-        child = self._outcome_children.get(name)
-        if child is None:
-            child = self._outcome_children[name] = self.outcomes.labels(outcome=name)
-        return child
 
     def decided(self, level: str, outcome: str, seconds: float) -> None:
         self.group_decisions.labels(level=level, outcome=outcome).inc()

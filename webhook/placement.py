@@ -14,7 +14,7 @@ from typing import Any
 
 from common import api
 from webhook import cufile
-from webhook.fleet import KEY_INDEX, Cond, Fleet, Group, Query
+from webhook.fleet import KEY_INDEX, Cond, Fleet, Group, Pin, Query
 from webhook.podedit import REQUIRED, Expr, PodEdit
 from webhook.requirements import Requirements
 
@@ -157,13 +157,14 @@ def _cond(expr: Any) -> Cond | None:
     """An expression on one of our summary labels in Query form; None for any other key (the
     webhook cannot judge it, so it counts as met: candidates are then a superset, which is the
     safe side for "usable on every node the affinity admits")."""
-    if not isinstance(expr, dict):
+    if not isinstance(expr, dict) or expr.get("key") not in KEY_INDEX:
         return None
-    key = expr.get("key")
-    if key not in KEY_INDEX:
-        return None
+    return _as_cond(expr)
+
+
+def _as_cond(expr: Mapping[str, Any]) -> Cond:
     values = expr.get("values") or ()
-    return (str(key), str(expr.get("operator")), tuple(str(v) for v in values))
+    return (str(expr["key"]), str(expr.get("operator")), tuple(str(v) for v in values))
 
 
 def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
@@ -194,14 +195,22 @@ def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) 
 
 def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
     """The pod's nodeSelector and each required term, in Query form, only our labels."""
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    own: list[Cond] = [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
-    terms = [
-        [c for c in map(_cond, (term.get("matchExpressions") or [])) if c is not None]
-        if isinstance(term, dict)
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    own: list[Cond] = (
+        [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
+        if selector
         else []
-        for term in _required_terms(pod)
-    ]
+    )
+    terms: list[list[Cond]] = []
+    for term in _required_terms(spec):
+        conds: list[Cond] = []
+        if isinstance(term, dict):
+            for expr in term.get("matchExpressions") or ():
+                # the key test first: most expressions are on other labels (see _cond)
+                if isinstance(expr, dict) and expr.get("key") in KEY_INDEX:
+                    conds.append(_as_cond(expr))
+        terms.append(conds)
     return own, terms
 
 
@@ -211,10 +220,9 @@ def _only(conds: tuple[Cond, ...]) -> Query:
     return (conds,)
 
 
-def _required_terms(pod: Mapping[str, Any]) -> list[Any]:
-    aff = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-    req = aff.get(REQUIRED) or {}
-    return list(req.get("nodeSelectorTerms") or [])
+def _required_terms(spec: Mapping[str, Any]) -> Sequence[Any]:
+    aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    return (aff.get(REQUIRED) or {}).get("nodeSelectorTerms") or ()
 
 
 def _fleet(groups: Fleet | Sequence[Group]) -> Fleet:
@@ -245,6 +253,18 @@ def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
     return ["all of: " + "; ".join(n.why for n in plan_.required)] if plan_.required else []
 
 
+@functools.lru_cache(maxsize=256)
+def _pinned(req: Requirements, pin: Pin) -> tuple[tuple[Expr, ...], str]:
+    """The plan's required expressions with the pin's hca-profile one, and the warning that says
+    why (memoized like plan: alike pods get the same pin)."""
+    exprs = (*plan(req).exprs, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
+    return exprs, (
+        f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
+        f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
+        f"{','.join(pin.hcas)} are usable"
+    )
+
+
 def mutate(
     pod: Mapping[str, Any],
     req: Requirements,
@@ -267,11 +287,7 @@ def mutate(
     containers = edit.gpu_containers()
     required = p.exprs
     hcas: tuple[str, ...] = ()
-    if (
-        req.rdma
-        and settings.inject_nccl_ib_hca
-        and not all(edit.has_env(c, "NCCL_IB_HCA") for c in containers)
-    ):
+    if req.rdma and settings.inject_nccl_ib_hca and edit.lacks_env(containers, "NCCL_IB_HCA"):
         hcas = _narrowed(found.common_hcas, req.preferred_hcas)
         pin = None
         if not hcas and found.nodes and req.rdma == "required":
@@ -280,12 +296,9 @@ def mutate(
             pin = fleet.pin(query, req.preferred_hcas)
         if pin is not None:
             hcas, gdr_level = pin.hcas, pin.gdr_level
-            required = (*required, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
-            warnings.append(
-                f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
-                f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
-                f"{','.join(pin.hcas)} are usable"
-            )
+            pinned, warning = _pinned(req, pin)
+            required = pinned
+            warnings.append(warning)
         elif not hcas and found.nodes:
             warnings.append(
                 "gpufabric: NCCL_IB_HCA not set: no HCA list is usable on every node "

@@ -20,7 +20,8 @@ from typing import Any
 from common import api
 
 Expr = dict[str, Any]  # a NodeSelectorRequirement
-Node = tuple[Any, str, bool]  # (dict or list in the new pod, its JSON pointer, created here)
+Slot = tuple[Any, bool]  # (dict or list in the new pod, created by this edit or inside such)
+Container = tuple[dict[str, Any], str]  # (one of the pod's containers, its JSON pointer)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -73,14 +74,27 @@ def _escape(key: str) -> str:
     return key
 
 
+# The objects the edit reaches are at fixed places, so their JSON pointers are constants.
+_SPEC = "/spec"
+_AFFINITY = "/spec/affinity"
+_NODE_AFFINITY = "/spec/affinity/nodeAffinity"
+_REQUIRED = f"{_NODE_AFFINITY}/{REQUIRED}"
+_TERMS = f"{_REQUIRED}/nodeSelectorTerms"
+_PREFERRED = f"{_NODE_AFFINITY}/{PREFERRED}"
+_CONTAINERS = "/spec/containers"
+_VOLUMES = "/spec/volumes"
+_METADATA = "/metadata"
+_ANNOTATIONS = "/metadata/annotations"
+
+
 class PodEdit:
     """Edits that only add, each recorded as one JSONPatch "add".
 
-    Member keys passed to `get` are the pod's own field names (no "~" or "/": their JSON pointer
-    needs no escaping); annotation keys, which do, go through `annotate`.
+    The pod has passed review.pod_problems (every caller holds its Requirements): each field the
+    edit reaches is absent or of its Kubernetes type, so it is read without type guards.
     """
 
-    __slots__ = ("_created", "_node_affinity", "_spec", "ops", "pod", "root", "shared")
+    __slots__ = ("_annotations", "_created", "_node_affinity", "_spec", "ops", "pod", "shared")
 
     def __init__(self, pod: Mapping[str, Any], in_place: bool = False) -> None:
         # in_place: the caller owns the pod and needs only the ops (the server, whose pod was
@@ -90,114 +104,119 @@ class PodEdit:
         self.pod = pod if in_place and isinstance(pod, dict) else _writable(pod)
         self.shared = in_place
         self.ops: list[dict[str, Any]] = []
-        self.root: Node = (self.pod, "", False)
         # Objects this edit created (alive in self.pod, so their ids stay unique): an edit that
-        # reaches one again by another path must not record an op its creator's op carries.
+        # reaches one again must not record an op its creator's op carries.
         self._created: set[int] = set()
-        self._spec: Node | None = None
-        self._node_affinity: Node | None = None
+        self._spec: Slot | None = None
+        self._node_affinity: Slot | None = None
+        self._annotations: Slot | None = None
 
-    def get(self, at: Node, key: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Node:
-        """The member `key` of the object at `at`, created (empty, of `kind`) when absent."""
-        obj, path, fresh = at
+    def _member(self, at: Slot, path: str, key: str, kind: type[Any]) -> Slot:
+        """The member `key` of the object at `at`, whose pointer is `path`, created empty (of
+        `kind`) when absent: (the value, whether this edit created it or an object above it)."""
+        obj, fresh = at
         value = obj.get(key)
         if value is not None:
             created = self._created  # usually empty: the pod had every object the edit reaches
-            return (value, f"{path}/{key}", fresh or (bool(created) and id(value) in created))
+            return value, fresh or (bool(created) and id(value) in created)
         value = obj[key] = kind()
         self._created.add(id(value))
         if not fresh:
             self.ops.append({"op": "add", "path": f"{path}/{key}", "value": value})
-        return (value, f"{path}/{key}", True)
+        return value, True
 
-    def append(self, at: Node, item: Any, revisit: bool = False) -> None:
-        """Add item at the end of the list at `at`; `revisit` when later edits reach into it."""
-        items, path, fresh = at
+    def _append(self, at: Slot, path: str, item: Any) -> None:
+        """Add item at the end of the list at `at`, whose pointer is `path`."""
+        items, fresh = at
         items.append(item)
-        if revisit:
-            self._created.add(id(item))
         if not fresh:
             self.ops.append({"op": "add", "path": f"{path}/{len(items) - 1}", "value": item})
 
-    def spec(self) -> Node:
+    def spec(self) -> Slot:
         if self._spec is None:
-            self._spec = self.get(self.root, "spec", dict)
+            self._spec = self._member((self.pod, False), "", "spec", dict)
         return self._spec
 
-    def node_affinity(self) -> Node:
+    def node_affinity(self) -> Slot:
         if self._node_affinity is None:
-            affinity = self.get(self.spec(), "affinity", dict)
-            self._node_affinity = self.get(affinity, "nodeAffinity", dict)
+            affinity = self._member(self.spec(), _SPEC, "affinity", dict)
+            self._node_affinity = self._member(affinity, _AFFINITY, "nodeAffinity", dict)
         return self._node_affinity
 
     def add_required(self, exprs: Sequence[Expr]) -> None:
         """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod)."""
-        required = self.get(self.node_affinity(), REQUIRED, dict)
-        terms, path, fresh = self.get(required, "nodeSelectorTerms", list)
-        if not terms:
-            self.append((terms, path, fresh), {"matchExpressions": []}, revisit=True)
-        ops, own, created = self.ops, self._own, self._created
+        required = self._member(self.node_affinity(), _NODE_AFFINITY, REQUIRED, dict)
+        terms, fresh = self._member(required, _REQUIRED, "nodeSelectorTerms", list)
+        if not terms:  # the term this edit adds is its own: its op carries what goes in
+            self._append((terms, fresh), _TERMS, {"matchExpressions": []})
+            fresh = True
+        ops, shared, created = self.ops, self.shared, self._created
         for i, term in enumerate(terms):
             have = term.get("matchExpressions")
-            if have is None or created:  # an object to create, or one this edit made: get() knows
-                at = (term, f"{path}/{i}", fresh or id(term) in created)
-                have, at_path, at_fresh = self.get(at, "matchExpressions", list)
-            else:  # the usual pod: the list is there and the edit has created nothing yet
-                at_path, at_fresh = f"{path}/{i}/matchExpressions", fresh
+            at_fresh = fresh
+            if have is None or created:  # an object to create, or one this edit made
+                at = (term, fresh or id(term) in created)
+                have, at_fresh = self._member(at, f"{_TERMS}/{i}", "matchExpressions", list)
             n = len(have)
             for expr in exprs:
                 if expr not in have:
-                    item = own(expr)
+                    item = expr if shared else copy.deepcopy(expr)  # see _own
                     have.append(item)
                     if not at_fresh:
-                        ops.append({"op": "add", "path": f"{at_path}/{n}", "value": item})
+                        path = f"{_TERMS}/{i}/matchExpressions/{n}"
+                        ops.append({"op": "add", "path": path, "value": item})
                     n += 1
 
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
         """Weighted preferred terms ({weight, preference: {matchExpressions}}), each unless the
         pod has it already."""
-        prefs = self.get(self.node_affinity(), PREFERRED, list)
+        prefs = self._member(self.node_affinity(), _NODE_AFFINITY, PREFERRED, list)
         for term in terms:
             if term not in prefs[0]:
-                self.append(prefs, self._own(term))
+                self._append(prefs, _PREFERRED, self._own(term))
 
-    def gpu_containers(self) -> list[Node]:
+    def gpu_containers(self) -> list[Container]:
         """The containers that ask for GPUs (all of them when none does)."""
-        items, path, fresh = self.get(self.spec(), "containers", list)
-        with_gpu = [
-            i
-            for i, c in enumerate(items)
-            if ((c.get("resources") or {}).get("limits") or {}).get(api.GPU_RESOURCE)
-            not in (None, "0", 0)
-        ] or range(len(items))
-        created = self._created
-        return [(items[i], f"{path}/{i}", fresh or id(items[i]) in created) for i in with_gpu]
+        items, _ = self._member(self.spec(), _SPEC, "containers", list)
+        # A container is the pod's own (an edit adds none), so never one this edit created.
+        found = []
+        for i, c in enumerate(items):  # a loop: resources and limits are usually there
+            limits = (c.get("resources") or {}).get("limits")
+            if limits is not None and limits.get(api.GPU_RESOURCE) not in (None, "0", 0):
+                found.append((c, f"{_CONTAINERS}/{i}"))
+        return found or [(c, f"{_CONTAINERS}/{i}") for i, c in enumerate(items)]
 
     @staticmethod
-    def has_env(container: Node, name: str) -> bool:
-        for e in container[0].get("env") or ():  # noqa: SIM110 (a loop: no generator per call)
-            if e.get("name") == name:
+    def lacks_env(containers: Sequence[Container], name: str) -> bool:
+        """Whether one of the containers does not set `name` itself."""
+        for c, _ in containers:
+            for e in c.get("env") or ():
+                if e.get("name") == name:
+                    break
+            else:
                 return True
         return False
 
-    def set_env(self, container: Node, pairs: Sequence[tuple[str, str]]) -> None:
+    def set_env(self, container: Container, pairs: Sequence[tuple[str, str]]) -> None:
         """Add each (name, value) the container does not set itself (its own value wins)."""
-        env = self.get(container, "env", list)
+        c, path = container
+        env = self._member((c, False), path, "env", list)
         have = {n for e in env[0] if isinstance(n := e.get("name"), str)}  # any type may come
         for name, value in pairs:
             if name not in have:
-                self.append(env, {"name": name, "value": value})
+                self._append(env, f"{path}/env", {"name": name, "value": value})
 
     def annotate(self, key: str, value: str) -> None:
         """Set an annotation unless the pod has it already (then the pod's own value stays)."""
-        meta = self.get(self.root, "metadata", dict)
-        annotations = self.get(meta, "annotations", dict)
-        if key not in annotations[0]:
-            annotations[0][key] = value
-            if not annotations[2]:
-                self.ops.append(
-                    {"op": "add", "path": f"{annotations[1]}/{_escape(key)}", "value": value}
-                )
+        if self._annotations is None:
+            meta = self._member((self.pod, False), "", "metadata", dict)
+            self._annotations = self._member(meta, _METADATA, "annotations", dict)
+        annotations, fresh = self._annotations
+        if key not in annotations:
+            annotations[key] = value
+            if not fresh:
+                path = f"{_ANNOTATIONS}/{_escape(key)}"
+                self.ops.append({"op": "add", "path": path, "value": value})
 
     def _own(self, value: dict[str, Any]) -> dict[str, Any]:
         """A constant value (the plan's, cufile's) as it goes into the pod: itself in place, else
@@ -205,17 +224,18 @@ class PodEdit:
         return value if self.shared else copy.deepcopy(value)
 
     def add_volume(self, volume: dict[str, Any]) -> None:
-        volumes = self.get(self.spec(), "volumes", list)
+        volumes = self._member(self.spec(), _SPEC, "volumes", list)
         name = volume["name"]
         for v in volumes[0]:
             if v.get("name") == name:
                 return
-        self.append(volumes, self._own(volume))
+        self._append(volumes, _VOLUMES, self._own(volume))
 
-    def add_mount(self, container: Node, mount: dict[str, Any]) -> None:
-        mounts = self.get(container, "volumeMounts", list)
+    def add_mount(self, container: Container, mount: dict[str, Any]) -> None:
+        c, path = container
+        mounts = self._member((c, False), path, "volumeMounts", list)
         name, where = mount["name"], mount["mountPath"]
         for m in mounts[0]:
             if m.get("name") == name or m.get("mountPath") == where:
                 return
-        self.append(mounts, self._own(mount))
+        self._append(mounts, f"{path}/volumeMounts", self._own(mount))

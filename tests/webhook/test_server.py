@@ -105,6 +105,19 @@ async def test_malformed_requests_get_400(
     assert "error" in await r.json()
 
 
+@pytest.mark.parametrize(
+    "ctype", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
+)
+async def test_json_content_type_in_any_spelling_is_read(
+    client: TestClient[Any, Any], ctype: str
+) -> None:
+    # The exact header is compared first; any other spelling is parsed as aiohttp reads it.
+    body = json.dumps(review(pod({"gpufabric.io/rdma": "required"}))).encode()
+    r = await client.post("/mutate", data=body, headers={"Content-Type": ctype})
+    assert r.status == 200
+    assert (await r.json())["response"]["allowed"] is True
+
+
 async def test_oversized_body_gets_400(client: TestClient[Any, Any]) -> None:
     import io
 
