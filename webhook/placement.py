@@ -61,6 +61,7 @@ class Decision:
 
 # Constants: PodEdit copies them into any pod that outlives the review.
 _VOLUME, _MOUNT = cufile.volume(), cufile.mount()
+_CUFILE_ENV = (cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}")
 
 
 def _gt(key: str, at_least: int) -> Expr:
@@ -315,7 +316,7 @@ def mutate(
         edit.add_volume(_VOLUME)
         for c in containers:
             edit.add_mount(c, _MOUNT)
-        env.append((cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}"))
+        env.append(_CUFILE_ENV)
     if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
         # NCCL has no NODE level: its PHB means "same NUMA node".
         env.append(("NCCL_NET_GDR_LEVEL", "PHB" if gdr_level == "NODE" else gdr_level))

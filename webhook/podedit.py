@@ -157,14 +157,13 @@ class PodEdit:
             if have is None or created:  # an object to create, or one this edit made
                 at = (term, fresh or id(term) in created)
                 have, at_fresh = self._member(at, f"{_TERMS}/{i}", "matchExpressions", list)
-            n = len(have)
+            n, at = len(have), f"{_TERMS}/{i}/matchExpressions/"
             for expr in exprs:
                 if expr not in have:
                     item = expr if shared else copy.deepcopy(expr)  # see _own
                     have.append(item)
                     if not at_fresh:
-                        path = f"{_TERMS}/{i}/matchExpressions/{n}"
-                        ops.append({"op": "add", "path": path, "value": item})
+                        ops.append({"op": "add", "path": f"{at}{n}", "value": item})
                     n += 1
 
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
@@ -200,11 +199,16 @@ class PodEdit:
     def set_env(self, container: Container, pairs: Sequence[tuple[str, str]]) -> None:
         """Add each (name, value) the container does not set itself (its own value wins)."""
         c, path = container
-        env = self._member((c, False), path, "env", list)
-        have = {n for e in env[0] if isinstance(n := e.get("name"), str)}  # any type may come
+        env, fresh = self._member((c, False), path, "env", list)
+        have = {n for e in env if isinstance(n := e.get("name"), str)}  # any type may come
         for name, value in pairs:
             if name not in have:
-                self._append(env, f"{path}/env", {"name": name, "value": value})
+                item = {"name": name, "value": value}
+                env.append(item)
+                if not fresh:
+                    self.ops.append(
+                        {"op": "add", "path": f"{path}/env/{len(env) - 1}", "value": item}
+                    )
 
     def annotate(self, key: str, value: str) -> None:
         """Set an annotation unless the pod has it already (then the pod's own value stays)."""

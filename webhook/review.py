@@ -103,10 +103,17 @@ def text_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
     if b"\\" in body:  # a memchr; most bodies have no escape at all
         body = _unescaped(body)
     skeleton = body.translate(_ONE_KIND, _NOT_STRUCTURE)
-    # Two adjacent quotes (a string without brackets) go at once: removing them keeps the parity
-    # of the quotes before every other byte, so only strings holding brackets need the split.
-    skeleton = skeleton.replace(b'""', b"")
-    brackets = b"".join(skeleton.split(b'"')[::2]) if b'"' in skeleton else skeleton
+    # A string without brackets leaves two adjacent quotes, so when no string holds a bracket
+    # every run of quotes is even, and count() (which pairs each run's quotes from its start)
+    # finds half of them as pairs: then the quotes simply go. The first string that holds a
+    # bracket makes its run odd (the pairs before its opening quote, then a bracket).
+    if skeleton.count(b'"') == 2 * skeleton.count(b'""'):
+        brackets = skeleton.translate(None, b'"')
+    else:
+        # Removing the pairs keeps the parity of the quotes before every other byte, so only
+        # strings holding brackets are left to split out.
+        skeleton = skeleton.replace(b'""', b"")
+        brackets = b"".join(skeleton.split(b'"')[::2])
     for level in range(limit):
         # After `level` passes the depth is `level` plus that of what is left, which is at most
         # its number of opening brackets: within the limit, the passes can stop (real reviews
@@ -171,7 +178,7 @@ def parse(body: bytes) -> Request:
         not isinstance(kind, dict)
         or kind.get("kind") != "Pod"
         or kind.get("group", "") != ""
-        or not all(isinstance(v, str) for v in kind.values())
+        or not all(map(isinstance, kind.values(), _STRS))
     ):
         raise BadReview("only core/v1 Pod reviews are handled")
     operation = req.get("operation")
