@@ -155,8 +155,8 @@ class PodEdit:
             have = term.get("matchExpressions")
             at_fresh = fresh
             if have is None or created:  # an object to create, or one this edit made
-                at = (term, fresh or id(term) in created)
-                have, at_fresh = self._member(at, f"{_TERMS}/{i}", "matchExpressions", list)
+                slot = (term, fresh or id(term) in created)
+                have, at_fresh = self._member(slot, f"{_TERMS}/{i}", "matchExpressions", list)
             n, at = len(have), f"{_TERMS}/{i}/matchExpressions/"
             for expr in exprs:
                 if expr not in have:
