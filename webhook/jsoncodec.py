@@ -29,19 +29,22 @@ _LEVELS = 512
 _NOT_OPENING = bytes(range(256)).translate(None, b"[{")
 
 
-def _orjson_reads(body: bytes) -> bool:
+def _orjson_reads(body: bytes, openings: int | None) -> bool:
     """Whether orjson's value for body is json.loads's: at most _LEVELS brackets and no run of
     19 digits (orjson makes an integer beyond 64 bits a float). A run of 19 covers two
     consecutive multiples of 9, so the bytes at every 9th position show two adjacent digits
     first: that sample costs half of the full scan, which only runs then."""
-    if len(body.translate(None, _NOT_OPENING)) > _LEVELS:
+    if openings is None:
+        openings = len(body.translate(None, _NOT_OPENING))
+    if openings > _LEVELS:
         return False
     return b"00" not in body[::9].translate(_DIGITS) or _RUN not in body.translate(_DIGITS)
 
 
-def loads(body: bytes) -> Any:
-    """json.loads(body): the same value, or the same exception with the same message."""
-    if _orjson_reads(body):
+def loads(body: bytes, openings: int | None = None) -> Any:
+    """json.loads(body): the same value, or the same exception with the same message.
+    `openings`: the number of "{" and "[" in body, when the caller has counted them."""
+    if _orjson_reads(body, openings):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:

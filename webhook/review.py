@@ -85,35 +85,43 @@ def _unescaped(body: bytes) -> bytes:
         if at < 0:
             kept.append(body[start:])
             return b"".join(kept)
-        if body[at + 1] == 0x22:  # an escaped quote: inside the string, not its end
+        if body[at + 1 : at + 2] == b'"':  # an escaped quote: inside the string, not its end
             kept.append(body[start:at])
             start = at + 2
         at = find(b"\\", at + 2)  # the escaped character is not an escape, even a backslash
     return body.replace(b"\\\\", b"").replace(b'\\"', b"")
 
 
-def text_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
+def skeleton(body: bytes) -> bytes:
+    """The body's quotes and brackets (both kinds as [ and ]), escaped quotes left out: what the
+    nesting bound reads, and its count of "[" is the body's number of opening brackets (what
+    jsoncodec.loads decides by), so one pass over the body serves both."""
+    if b"\\" in body:  # a memchr; most bodies have no escape at all
+        body = _unescaped(body)
+    return body.translate(_ONE_KIND, _NOT_STRUCTURE)
+
+
+def text_too_deep(body: bytes, limit: int = MAX_DEPTH, structure: bytes | None = None) -> bool:
     """too_deep for the JSON text that json.loads has just accepted, with bytes operations only
-    (a fraction of the cost of walking the decoded value).
+    (a fraction of the cost of walking the decoded value); `structure` is skeleton(body) when
+    the caller has it.
 
     Escaped quotes go first (_unescaped); then only quotes and brackets are kept, the string
     contents (between quote pairs) dropped, and innermost bracket pairs removed one level per
     pass (json.loads accepted the text, so brackets pair up). A key that appears twice counts
     with both values, the one json.loads drops too: deep text is deep input."""
-    if b"\\" in body:  # a memchr; most bodies have no escape at all
-        body = _unescaped(body)
-    skeleton = body.translate(_ONE_KIND, _NOT_STRUCTURE)
+    skeleton_ = skeleton(body) if structure is None else structure
     # A string without brackets leaves two adjacent quotes, so when no string holds a bracket
     # every run of quotes is even, and count() (which pairs each run's quotes from its start)
     # finds half of them as pairs: then the quotes simply go. The first string that holds a
     # bracket makes its run odd (the pairs before its opening quote, then a bracket).
-    if skeleton.count(b'"') == 2 * skeleton.count(b'""'):
-        brackets = skeleton.translate(None, b'"')
+    if skeleton_.count(b'"') == 2 * skeleton_.count(b'""'):
+        brackets = skeleton_.translate(None, b'"')
     else:
         # Removing the pairs keeps the parity of the quotes before every other byte, so only
         # strings holding brackets are left to split out.
-        skeleton = skeleton.replace(b'""', b"")
-        brackets = b"".join(skeleton.split(b'"')[::2])
+        pairless = skeleton_.replace(b'""', b"")
+        brackets = b"".join(pairless.split(b'"')[::2])
     for level in range(limit):
         # After `level` passes the depth is `level` plus that of what is left, which is at most
         # its number of opening brackets: within the limit, the passes can stop (real reviews
@@ -124,12 +132,12 @@ def text_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
     return bool(brackets)
 
 
-def _deep(body: bytes, data: Any) -> bool:
+def _deep(body: bytes, data: Any, structure: bytes) -> bool:
     # The text check reads UTF-8 with the object's brace first (what the API server sends); any
     # other encoding json.loads accepts (UTF-16/32 put NULs after the brace, or leading
     # whitespace, a BOM) gets the walk of the decoded value.
     if body[:1] == b"{" and body[1:2] != b"\x00":
-        return text_too_deep(body)
+        return text_too_deep(body, MAX_DEPTH, structure)
     return too_deep(data)
 
 
@@ -158,7 +166,8 @@ def parse(body: bytes) -> Request:
     pod, and walking every body would cost an unannotated pod's review a fifth more.
     """
     try:
-        data = jsoncodec.loads(body)  # json.loads's value and errors, faster
+        structure = skeleton(body)
+        data = jsoncodec.loads(body, structure.count(b"["))  # json.loads's, faster
     except RecursionError:
         raise BadReview(f"body nests deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
@@ -189,7 +198,7 @@ def parse(body: bytes) -> Request:
         raise BadReview("request.object is not a pod object")
     if not isinstance(obj, dict):
         obj = {}
-    if has_fabric_annotations(obj) and _deep(body, data):
+    if has_fabric_annotations(obj) and _deep(body, data, structure):
         raise BadReview(f"body nests deeper than {MAX_DEPTH} levels")
     namespace = req.get("namespace")
     if namespace is not None and not isinstance(namespace, str):

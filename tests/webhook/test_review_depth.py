@@ -99,3 +99,13 @@ def test_escaped_quotes_and_backslashes_however_many(escapes: int) -> None:
     assert body.count(b"\\") >= 2 * escapes
     for limit in (1, 2, 3):
         assert rv.text_too_deep(body, limit) is (limit < 3), (body, limit)
+
+
+@pytest.mark.parametrize(
+    "body", [b"\\", b'{"a":1}\\', b"\\" * 40 + b"{", b'{"a":"\\', b'["\\"]', b"[" * 600 + b"\\"]
+)
+def test_escapes_in_text_that_is_not_json_are_read_as_json_errors(body: bytes) -> None:
+    # The skeleton is taken before decoding, so it must read any bytes: a backslash at the very
+    # end included. The answer is json.loads's own error, as for any other text.
+    with pytest.raises(rv.BadReview, match="body is not JSON"):
+        rv.parse(body)
