@@ -17,6 +17,10 @@ from webhook.review import annotations_of, has_fabric_annotations
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 
 
+def _unknown() -> int | None:
+    return None  # the largest spine domain, when the settings do not know it
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     response: rv.Response
@@ -49,7 +53,7 @@ def admit(
     group = admit_group(
         pod,
         request["operation"],
-        settings.largest_spine_gpus or (lambda: None),
+        settings.largest_spine_gpus or _unknown,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
     )
     try:

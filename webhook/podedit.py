@@ -14,6 +14,7 @@ nothing is copied, and the plan's constant expressions go into the pod as they a
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,7 @@ def _writable(pod: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=64)  # the few annotation keys the webhook writes
 def _escape(key: str) -> str:
     if "~" in key or "/" in key:
         return key.replace("~", "~0").replace("/", "~1")
@@ -169,10 +171,14 @@ class PodEdit:
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
         """Weighted preferred terms ({weight, preference: {matchExpressions}}), each unless the
         pod has it already."""
-        prefs = self._member(self.node_affinity(), _NODE_AFFINITY, PREFERRED, list)
+        prefs, fresh = self._member(self.node_affinity(), _NODE_AFFINITY, PREFERRED, list)
         for term in terms:
-            if term not in prefs[0]:
-                self._append(prefs, _PREFERRED, self._own(term))
+            if term not in prefs:
+                item = self._own(term)
+                prefs.append(item)
+                if not fresh:
+                    path = f"{_PREFERRED}/{len(prefs) - 1}"
+                    self.ops.append({"op": "add", "path": path, "value": item})
 
     def gpu_containers(self) -> list[Container]:
         """The containers that ask for GPUs (all of them when none does)."""

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,7 @@ class Reply:
     """What /mutate sends back for one body: HTTP status, JSON body, outcome for the metrics."""
 
     status: int
-    body: dict[str, Any]
+    body: Mapping[str, Any]
     outcome: str
     uid: str = ""
 
@@ -128,7 +128,7 @@ def reply(body: bytes, cache: FabricCache, settings: Settings) -> Reply:
     except Exception:  # last resort: log it, answer cleanly (see _last_resort)
         log.exception("admission failed", extra={"uid": parsed["uid"]})
         answer = _last_resort(parsed)
-    return Reply(200, dict(rv.review(answer.response)), answer.outcome, parsed["uid"])
+    return Reply(200, rv.review(answer.response), answer.outcome, parsed["uid"])
 
 
 def mutate_handler(app: web.Application) -> Callable[[web.Request], Awaitable[web.Response]]:
