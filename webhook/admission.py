@@ -12,7 +12,7 @@ from webhook.groups.capacity import pod_gpus
 from webhook.groups.names import ANN_GROUP
 from webhook.placement import Settings, mutate
 from webhook.requirements import Invalid, requirements
-from webhook.review import annotations_of, has_fabric_annotations
+from webhook.review import annotations_of, asks_fabric
 
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 
@@ -34,7 +34,8 @@ def admit(
     pod is edited in place rather than copied; the answer is the same."""
     uid = request["uid"]
     pod: dict[str, Any] = request["object"]
-    if request["operation"] not in ("CREATE", "UPDATE") or not has_fabric_annotations(pod):
+    annotations = annotations_of(pod)
+    if request["operation"] not in ("CREATE", "UPDATE") or not asks_fabric(annotations):
         return Answer(rv.allowed(uid, None, []), "untouched")
     if not cache.synced:
         return Answer(
@@ -49,7 +50,7 @@ def admit(
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
-    grouped = annotations_of(pod).get(ANN_GROUP) is not None  # only a group uses the GPU count
+    grouped = annotations.get(ANN_GROUP) is not None  # only a group uses the GPU count
     group = admit_group(
         pod,
         request["operation"],

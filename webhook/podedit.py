@@ -96,7 +96,16 @@ class PodEdit:
     edit reaches is absent or of its Kubernetes type, so it is read without type guards.
     """
 
-    __slots__ = ("_annotations", "_created", "_node_affinity", "_spec", "ops", "pod", "shared")
+    __slots__ = (
+        "_annotations",
+        "_created",
+        "_names",
+        "_node_affinity",
+        "_spec",
+        "ops",
+        "pod",
+        "shared",
+    )
 
     def __init__(self, pod: Mapping[str, Any], in_place: bool = False) -> None:
         # in_place: the caller owns the pod and needs only the ops (the server, whose pod was
@@ -112,6 +121,7 @@ class PodEdit:
         self._spec: Slot | None = None
         self._node_affinity: Slot | None = None
         self._annotations: Slot | None = None
+        self._names: dict[str, set[str]] = {}  # env names by container pointer
 
     def _member(self, at: Slot, path: str, key: str, kind: type[Any]) -> Slot:
         """The member `key` of the object at `at`, whose pointer is `path`, created empty (of
@@ -191,24 +201,30 @@ class PodEdit:
                 found.append((c, f"{_CONTAINERS}/{i}"))
         return found or [(c, f"{_CONTAINERS}/{i}") for i, c in enumerate(items)]
 
-    @staticmethod
-    def lacks_env(containers: Sequence[Container], name: str) -> bool:
+    def _env_names(self, container: Container) -> set[str]:
+        """The names a container's env sets, read once per edit (set_env adds its own)."""
+        c, path = container
+        names = self._names.get(path)
+        if names is None:  # any type may come as a name; only a string can equal ours
+            env = c.get("env") or ()
+            names = self._names[path] = {n for e in env if isinstance(n := e.get("name"), str)}
+        return names
+
+    def lacks_env(self, containers: Sequence[Container], name: str) -> bool:
         """Whether one of the containers does not set `name` itself."""
-        for c, _ in containers:
-            for e in c.get("env") or ():
-                if e.get("name") == name:
-                    break
-            else:
+        for c in containers:  # noqa: SIM110 (a loop: no generator per call)
+            if name not in self._env_names(c):
                 return True
         return False
 
     def set_env(self, container: Container, pairs: Sequence[tuple[str, str]]) -> None:
         """Add each (name, value) the container does not set itself (its own value wins)."""
         c, path = container
+        have = self._env_names(container)
         env, fresh = self._member((c, False), path, "env", list)
-        have = {n for e in env if isinstance(n := e.get("name"), str)}  # any type may come
         for name, value in pairs:
             if name not in have:
+                have.add(name)
                 item = {"name": name, "value": value}
                 env.append(item)
                 if not fresh:
