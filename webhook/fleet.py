@@ -61,7 +61,9 @@ class Candidates:
     gdr_level: str  # the worst of their GDR levels ("" if none)
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False: a view hands out the same Pin until its nodes change, so identity tells pins apart;
+# placement memoizes what it says about one by it, without hashing the tuples per review.
+@dataclass(frozen=True, slots=True, eq=False)
 class Pin:
     hcas: tuple[str, ...]  # the NCCL_IB_HCA list
     profiles: tuple[str, ...]  # every hca-profile among the candidates on which all are usable

@@ -208,7 +208,7 @@ def parse(body: bytes) -> Request:
     namespace = req.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise BadReview("request.namespace is not a string")
-    out = Request(uid=uid, kind=dict(kind), operation=operation, object=obj)
+    out: Request = {"uid": uid, "kind": kind, "operation": operation, "object": obj}
     if namespace:
         out["namespace"] = namespace
     return out

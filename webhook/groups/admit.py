@@ -50,6 +50,10 @@ class GroupAdmission:
     spec: GroupSpec | None = None
 
 
+# The answer for a pod with no group annotation (most pods), shared: callers only read it.
+_UNGROUPED = GroupAdmission()
+
+
 def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[str]]:
     """The group a pod asks for (None if it asks for none) and every problem with the values."""
     problems: list[str] = []
@@ -119,7 +123,7 @@ def admit_group(
     meta = _map(pod.get("metadata"))
     annotations = _map(meta.get("annotations"))
     if annotations.keys().isdisjoint(GROUP_ANNOTATIONS):
-        return GroupAdmission([], [], [])  # what the checks below come to without any of them
+        return _UNGROUPED  # what the checks below come to without any of them
     spec, problems = parse_group(annotations)
     if operation == "CREATE" and ANN_PLACEMENT in annotations:
         problems.append(f"{ANN_PLACEMENT}: written by the group placer; remove it from the pod")
