@@ -124,9 +124,10 @@ def text_too_deep(body: bytes, limit: int = MAX_DEPTH, structure: bytes | None =
         brackets = b"".join(pairless.split(b'"')[::2])
     for level in range(limit):
         # After `level` passes the depth is `level` plus that of what is left, which is at most
-        # its number of opening brackets: within the limit, the passes can stop (real reviews
-        # stop after one, once the leaves are gone).
-        if level + len(brackets) // 2 <= limit:
+        # its openings less its leaves ("[]", containers without containers inside) plus one:
+        # a chain d deep holds one leaf, and every other leaf opens a container off the chain.
+        # Within the limit, the passes can stop (real reviews stop before the first).
+        if level + len(brackets) // 2 - brackets.count(b"[]") + 1 <= limit:
             return False
         brackets = brackets.replace(b"[]", b"")  # one level: the innermost pairs
     return bool(brackets)
