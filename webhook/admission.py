@@ -65,7 +65,8 @@ def admit(
     if group.problems:
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
     decision = mutate(pod, req, cache.groups(), settings, in_place=owned)
-    ops = decision.ops + group.ops  # disjoint paths: gate and label vs the rest
-    warnings = decision.warnings + group.warnings
+    # Disjoint paths: gate and label vs the rest (most pods have no group: nothing to join).
+    ops = decision.ops + group.ops if group.ops else decision.ops
+    warnings = decision.warnings + group.warnings if group.warnings else decision.warnings
     outcome: Outcome = "warned" if warnings else "mutated" if ops else "untouched"
     return Answer(rv.allowed(uid, ops, warnings), outcome)

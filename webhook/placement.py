@@ -36,7 +36,9 @@ class Need:
     why: str
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False: plan() hands out one Plan per Requirements (it holds dicts, so it has no value
+# hash), and _pinned memoizes by it.
+@dataclass(frozen=True, slots=True, eq=False)
 class Plan:
     required: tuple[Need, ...]
     preferred: tuple[tuple[int, tuple[Need, ...]], ...]
@@ -255,10 +257,10 @@ def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _pinned(req: Requirements, pin: Pin) -> tuple[tuple[Expr, ...], str]:
+def _pinned(p: Plan, pin: Pin) -> tuple[tuple[Expr, ...], str]:
     """The plan's required expressions with the pin's hca-profile one, and the warning that says
-    why (memoized like plan: alike pods get the same pin)."""
-    exprs = (*plan(req).exprs, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
+    why (memoized like plan, by identity: alike pods get the same plan and the same pin)."""
+    exprs = (*p.exprs, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
     return exprs, (
         f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
         f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
@@ -297,7 +299,7 @@ def mutate(
             pin = fleet.pin(query, req.preferred_hcas)
         if pin is not None:
             hcas, gdr_level = pin.hcas, pin.gdr_level
-            pinned, warning = _pinned(req, pin)
+            pinned, warning = _pinned(p, pin)
             required = pinned
             warnings.append(warning)
         elif not hcas and found.nodes:
