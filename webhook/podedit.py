@@ -121,7 +121,7 @@ class PodEdit:
         self._spec: Slot | None = None
         self._node_affinity: Slot | None = None
         self._annotations: Slot | None = None
-        self._names: dict[str, set[str]] = {}  # env names by container pointer
+        self._names: dict[str, set[Any]] = {}  # env names by container pointer
 
     def _member(self, at: Slot, path: str, key: str, kind: type[Any]) -> Slot:
         """The member `key` of the object at `at`, whose pointer is `path`, created empty (of
@@ -201,13 +201,17 @@ class PodEdit:
                 found.append((c, f"{_CONTAINERS}/{i}"))
         return found or [(c, f"{_CONTAINERS}/{i}") for i, c in enumerate(items)]
 
-    def _env_names(self, container: Container) -> set[str]:
+    def _env_names(self, container: Container) -> set[Any]:
         """The names a container's env sets, read once per edit (set_env adds its own)."""
         c, path = container
         names = self._names.get(path)
-        if names is None:  # any type may come as a name; only a string can equal ours
+        if names is None:
             env = c.get("env") or ()
-            names = self._names[path] = {n for e in env if isinstance(n := e.get("name"), str)}
+            try:  # a name of another type never equals one of ours, and costs nothing here
+                names = {e.get("name") for e in env}
+            except TypeError:  # but one that cannot be hashed (only a fuzzed review has it)
+                names = {n for e in env if isinstance(n := e.get("name"), str)}
+            self._names[path] = names
         return names
 
     def lacks_env(self, containers: Sequence[Container], name: str) -> bool:
