@@ -2,7 +2,7 @@
 """Webhook benchmark: server CPU per review as a ratio against a bare baseline server, measured
 interleaved in the same run, over the scale curve (nodes x alike / every node distinct).
 
-    .venv/bin/python bench/webhook_bench.py            # the whole curve (a few minutes)
+    .venv/bin/python bench/webhook_bench.py            # the whole curve (about half a minute)
     .venv/bin/python bench/webhook_bench.py --quick    # the two target fleets (well under a minute)
 
 Both servers (bench/webhook_servers.py) run in their own process pinned to CPU 0, the load
@@ -17,21 +17,24 @@ distinct; unannotated <= 1.1x; first review after a watch event <= 2 ms at 20,00
 <= 50 us per status; review p99 during a 20,000-status relist <= 5 ms; RSS <= 150 MB at 20,000.
 
 Where a fabric review's time goes (in-process, 5,000 alike nodes, the bench's pod, in us on a quiet
-run; the baseline handler's own work, json.loads of the review + json.dumps of `allowed`, is
-14.5-15 us, about a fifth of the baseline server's CPU per review, the rest being aiohttp and TLS,
-the same in both servers): review.parse 12.8 (the decode 8.8 through webhook/jsoncodec.py: orjson,
-with the standard library answering wherever orjson alone would differ, 1.6 us of it the scans
-that decide that; the nesting bound read from the body's bytes 3.1), requirements 5.8 (pod_problems
-3.4, the gpufabric.io annotations read through a bounded memo of that pure reading), admit_group
-1.0, mutate ~15 in place (query and fleet lookups ~2.5, the required expressions ANDed into both
-terms 3.3, env, cuFile volume and mount, the recorded ops), the patch JSON + base64 2.4 (pybase64:
-binascii's loop alone took 2 us), the reply JSON 0.8: 49-51 us for the whole reply, 3.4 units of
-the baseline handler's work (7.7 at the start of the session, 104 us). An unannotated review is
-0.75-0.80 units (1.2 before). In the server a review's handler costs about 1.35x its in-process
-time (colder caches between requests), which is what keeps 5,000 alike at 1.55-1.68x. What is
-left is Python doing the edit (a straight-line mutate for the usual pod measured ~35% fewer
-instructions than PodEdit's generic walk, at the price of a second implementation) and json
-decoding. Placement's share does not grow with nodes or layouts (the scale curve is flat).
+run, each step right after the decode of a fresh body, as the server runs them; the baseline
+handler's own work, json.loads of the review + json.dumps of `allowed`, is 14.5-15 us, about a
+fifth of the baseline server's CPU per review, the rest being aiohttp and TLS, the same in both
+servers): review.parse 11.7 (the decode 8.3 through webhook/jsoncodec.py: orjson 6.5, with the
+standard library answering wherever orjson alone would differ; one skeleton of the body's quotes
+and brackets gives jsoncodec its bracket count and the nesting bound its text, 2.6 for the bound),
+pod_problems 3.4, the rest of requirements 2.6 (the gpufabric.io annotations read through a bounded
+memo of that pure reading), admit_group 0.6, mutate 12-18 in place (12 alone, more after the steps
+before it: the query and fleet lookups ~1.7, the five required expressions ANDed into both terms
+~3.4 for ten ops, env names read once per container, cuFile annotation, volume and mount ~2.4),
+the patch JSON + base64 ~2.3, admission's own glue ~1, the reply JSON 0.9: 42-46 us for the whole
+reply, 2.9-3.0 units of the baseline handler's work (3.4 at the start of the session, 7.7 at the
+start of the one before). An unannotated review is 0.77-0.82 units. In the server the reply's
+Python costs about 1.3x its in-process time (colder caches between requests); replaying precomputed
+replies puts the webhook server at 0.75x the baseline, so HTTP, TLS, the guard and the metrics are
+not where the rest goes. What is left is per-op Python in the edit (~0.3 us per recorded op, 14
+ops) and the decode. Placement's share does not grow with nodes or layouts (the scale curve is
+flat).
 """
 
 from __future__ import annotations
