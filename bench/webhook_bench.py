@@ -2,8 +2,8 @@
 """Webhook benchmark: server CPU per review as a ratio against a bare baseline server, measured
 interleaved in the same run, over the scale curve (nodes x alike / every node distinct).
 
-    .venv/bin/python bench/webhook_bench.py            # the whole curve (about half a minute)
-    .venv/bin/python bench/webhook_bench.py --quick    # the two target fleets (well under a minute)
+    .venv/bin/python bench/webhook_bench.py            # the whole curve (about a minute)
+    .venv/bin/python bench/webhook_bench.py --quick    # the two target fleets (about 10 seconds)
 
 Both servers (bench/webhook_servers.py) run in their own process pinned to CPU 0, the load
 generator on the other cores. CPU per review = the server process's CPU time over a burst of
@@ -306,7 +306,10 @@ def main() -> int:
         "--requests", type=int, default=None, help="reviews per burst (default 2000; quick 500)"
     )
     parser.add_argument(
-        "--rounds", type=int, default=None, help="interleaved rounds (default 3; quick 2)"
+        "--rounds",
+        type=int,
+        default=None,
+        help="interleaved rounds (default 8; quick 6: a ratio moves a few percent between rounds)",
     )
     parser.add_argument(
         "--concurrency", type=int, default=16, help="concurrent connections (default 16)"
@@ -321,7 +324,7 @@ def main() -> int:
     args = parser.parse_args()
     args.fleets = args.fleets or _fleets("5000:alike,20000:distinct" if args.quick else CURVE)
     args.requests = args.requests or (500 if args.quick else 2000)
-    args.rounds = args.rounds or (2 if args.quick else 3)
+    args.rounds = args.rounds or (6 if args.quick else 8)
     now = dt.datetime.now(dt.UTC)
     with tempfile.TemporaryDirectory() as tmp:
         ca = make_ca("bench-ca", now)
