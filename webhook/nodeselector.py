@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"  # in spec.affinity.nodeAffinity
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _INT = re.compile(r"[+-]?[0-9]+")
 NODE_NAME_FIELD = "metadata.name"
 
@@ -136,15 +138,12 @@ def node_selector(selector: Mapping[str, Any], labels: Mapping[str, str]) -> lis
 
 def required_terms(pod: Mapping[str, Any]) -> list[Any] | None:
     """The pod's required nodeSelectorTerms, or None when it has no required node affinity."""
+    # `dict | Mapping`: a decoded pod's dicts pass at the exact-type check (admission runs this).
     spec = pod.get("spec")
-    affinity = spec.get("affinity") if isinstance(spec, Mapping) else None
-    node_aff = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = (
-        node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_aff, Mapping)
-        else None
-    )
-    if not isinstance(required, Mapping):
+    affinity = spec.get("affinity") if isinstance(spec, dict | Mapping) else None
+    node_aff = affinity.get("nodeAffinity") if isinstance(affinity, dict | Mapping) else None
+    required = node_aff.get(REQUIRED) if isinstance(node_aff, dict | Mapping) else None
+    if not isinstance(required, dict | Mapping):
         return None
     ts = required.get("nodeSelectorTerms")
     return list(ts) if isinstance(ts, list) else []

@@ -15,7 +15,8 @@ from typing import Any
 from common import api
 from webhook import cufile
 from webhook.fleet import KEY_INDEX, Cond, Fleet, Group, Pin, Query
-from webhook.podedit import REQUIRED, Expr, PodEdit
+from webhook.nodeselector import required_terms
+from webhook.podedit import Expr, PodEdit
 from webhook.requirements import Requirements
 
 
@@ -206,7 +207,7 @@ def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
         else []
     )
     terms: list[list[Cond]] = []
-    for term in _required_terms(spec):
+    for term in required_terms(pod) or ():
         conds: list[Cond] = []
         if isinstance(term, dict):
             for expr in term.get("matchExpressions") or ():
@@ -221,11 +222,6 @@ def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
 def _only(conds: tuple[Cond, ...]) -> Query:
     """The one-term query (interned: alike pods hand the fleet the same object)."""
     return (conds,)
-
-
-def _required_terms(spec: Mapping[str, Any]) -> Sequence[Any]:
-    aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    return (aff.get(REQUIRED) or {}).get("nodeSelectorTerms") or ()
 
 
 def _fleet(groups: Fleet | Sequence[Group]) -> Fleet:
@@ -299,8 +295,7 @@ def mutate(
             pin = fleet.pin(query, req.preferred_hcas)
         if pin is not None:
             hcas, gdr_level = pin.hcas, pin.gdr_level
-            pinned, warning = _pinned(p, pin)
-            required = pinned
+            required, warning = _pinned(p, pin)
             warnings.append(warning)
         elif not hcas and found.nodes:
             warnings.append(

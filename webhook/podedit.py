@@ -19,12 +19,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from common import api
+from webhook.nodeselector import PREFERRED, REQUIRED
 
 Expr = dict[str, Any]  # a NodeSelectorRequirement
 Slot = tuple[Any, bool]  # (dict or list in the new pod, created by this edit or inside such)
 Container = tuple[dict[str, Any], str]  # (one of the pod's containers, its JSON pointer)
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _copied(obj: Any, *lists: str) -> Any:

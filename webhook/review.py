@@ -10,6 +10,7 @@ import pybase64
 
 from common import api
 from webhook import jsoncodec
+from webhook.nodeselector import PREFERRED, REQUIRED
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
@@ -248,10 +249,8 @@ def _json_type(value: object) -> str:
 
 _ABSENT: Any = object()  # a key not in the object (an explicit null is a wrong type)
 _OBJECT, _STRINGS, _LIST = "an object", "a map of strings", "a list of objects"
-_PREF = "preferredDuringSchedulingIgnoredDuringExecution"
-_REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 _AFF = "spec.affinity.nodeAffinity."
-_TERMS = _AFF + _REQ + ".nodeSelectorTerms"
+_TERMS = _AFF + REQUIRED + ".nodeSelectorTerms"
 
 
 def _wrong(where: str, value: object, what: str) -> str:
@@ -324,13 +323,13 @@ def pod_problems(pod: Mapping[str, Any]) -> list[str]:
         if node_aff is not _ABSENT:
             out.append(_wrong("spec.affinity.nodeAffinity", node_aff, _OBJECT))
         return out
-    v = node_aff.get(_PREF, _ABSENT)
+    v = node_aff.get(PREFERRED, _ABSENT)
     if not (isinstance(v, list) and all(map(isinstance, v, _DICTS))) and v is not _ABSENT:
-        out.append(_wrong(_AFF + _PREF, v, _LIST))
-    req = node_aff.get(_REQ, _ABSENT)
+        out.append(_wrong(_AFF + PREFERRED, v, _LIST))
+    req = node_aff.get(REQUIRED, _ABSENT)
     if not isinstance(req, dict):
         if req is not _ABSENT:
-            out.append(_wrong(_AFF + _REQ, req, _OBJECT))
+            out.append(_wrong(_AFF + REQUIRED, req, _OBJECT))
         return out
     terms = req.get("nodeSelectorTerms", _ABSENT)
     if not (isinstance(terms, list) and all(map(isinstance, terms, _DICTS))):

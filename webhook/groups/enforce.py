@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.groups.names import ANN_PLACEMENT, GATE, escape_key, level_key
-from webhook.nodeselector import required_terms
+from webhook.nodeselector import REQUIRED, required_terms
 
 Op = dict[str, Any]
-_REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def placement_value(level: str | None, domain: str) -> str:
@@ -33,17 +32,17 @@ def affinity_ops(pod: Mapping[str, Any], expr: Mapping[str, Any]) -> list[Op]:
     required = {"nodeSelectorTerms": [{"matchExpressions": [dict(expr)]}]}
     affinity = spec.get("affinity")
     if not isinstance(affinity, Mapping):
-        value = {"nodeAffinity": {_REQ: required}}
+        value = {"nodeAffinity": {REQUIRED: required}}
         return [{"op": "add", "path": "/spec/affinity", "value": value}]
     node = affinity.get("nodeAffinity")
     if not isinstance(node, Mapping):
-        return [{"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {_REQ: required}}]
+        return [{"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {REQUIRED: required}}]
     terms = required_terms(pod)
     if not terms:  # absent (or empty, which the API does not accept anyway)
-        return [{"op": "add", "path": f"/spec/affinity/nodeAffinity/{_REQ}", "value": required}]
+        return [{"op": "add", "path": f"/spec/affinity/nodeAffinity/{REQUIRED}", "value": required}]
     ops: list[Op] = []
     for i, term in enumerate(terms):
-        base = f"/spec/affinity/nodeAffinity/{_REQ}/nodeSelectorTerms/{i}/matchExpressions"
+        base = f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms/{i}/matchExpressions"
         have = (term or {}).get("matchExpressions")
         if isinstance(have, list):
             if dict(expr) not in have:

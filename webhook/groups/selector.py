@@ -67,7 +67,7 @@ def selector_of(spec: Mapping[str, Any]) -> Selector:
         if isinstance(t, Mapping)
     )
     node_aff = (keep.get("affinity") or {}).get("nodeAffinity") or {}
-    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = node_aff.get(nodeselector.REQUIRED)
     tols = [[t.key, t.operator, t.value, t.effect] for t in tolerations]
     signature = json.dumps([keep.get("nodeSelector"), required, tols], sort_keys=True, default=str)
     return Selector({"spec": keep}, tolerations, signature)
