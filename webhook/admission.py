@@ -17,10 +17,6 @@ from webhook.review import annotations_of, asks_fabric
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 
 
-def _unknown() -> int | None:
-    return None  # the largest spine domain, when the settings do not know it
-
-
 @dataclass(frozen=True, slots=True)
 class Answer:
     response: rv.Response
@@ -54,7 +50,7 @@ def admit(
     group = admit_group(
         pod,
         request["operation"],
-        settings.largest_spine_gpus or _unknown,
+        settings.largest_spine_gpus,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
     )
     try:

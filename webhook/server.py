@@ -134,7 +134,7 @@ def reply(body: bytes, cache: FabricCache, settings: Settings) -> Reply:
 def mutate_handler(app: web.Application) -> Callable[[web.Request], Awaitable[web.Response]]:
     """POST /mutate of this app (its cache, settings, metrics and limits bound once)."""
     cache, settings, metrics = app[CACHE_KEY], app[SETTINGS_KEY], app[METRICS_KEY]
-    limits, count = app[GUARD_KEY].limits, app[METRICS_KEY].admissions.count
+    limits, count = app[GUARD_KEY].limits, metrics.admissions.count
 
     async def mutate(request: web.Request) -> web.Response:
         started = time.perf_counter()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from webhook.groups.capacity import as_map
 from webhook.groups.names import (
     ANN_GROUP,
     ANN_LEVEL,
@@ -95,14 +96,10 @@ def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[
     return GroupSpec(name, size, locality, level), []  # type: ignore[arg-type]
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict | Mapping) else {}  # a dict: no call through abc
-
-
 def kueue_managed(pod: Mapping[str, Any]) -> bool:
-    meta, spec = _map(pod.get("metadata")), _map(pod.get("spec"))
+    meta, spec = as_map(pod.get("metadata")), as_map(pod.get("spec"))
     gates = spec.get("schedulingGates")
-    return KUEUE_QUEUE_LABEL in _map(meta.get("labels")) or any(
+    return KUEUE_QUEUE_LABEL in as_map(meta.get("labels")) or any(
         str(g.get("name", "")).startswith(KUEUE_PREFIX)
         for g in (gates if isinstance(gates, list) else [])
         if isinstance(g, Mapping)
@@ -112,7 +109,7 @@ def kueue_managed(pod: Mapping[str, Any]) -> bool:
 def admit_group(
     pod: Mapping[str, Any],
     operation: str,
-    largest_domain_gpus: Callable[[], int | None] = lambda: None,
+    largest_domain_gpus: Callable[[], int | None] | None = None,
     pod_gpus: int = 0,
 ) -> GroupAdmission:
     """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
@@ -120,8 +117,8 @@ def admit_group(
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
     fabric (None: unknown, no warning).
     """
-    meta = _map(pod.get("metadata"))
-    annotations = _map(meta.get("annotations"))
+    meta = as_map(pod.get("metadata"))
+    annotations = as_map(meta.get("annotations"))
     if annotations.keys().isdisjoint(GROUP_ANNOTATIONS):
         return _UNGROUPED  # what the checks below come to without any of them
     spec, problems = parse_group(annotations)
@@ -129,7 +126,7 @@ def admit_group(
         problems.append(f"{ANN_PLACEMENT}: written by the group placer; remove it from the pod")
     if problems or spec is None:
         return GroupAdmission(problems=problems)
-    labels = _map(meta.get("labels"))
+    labels = as_map(meta.get("labels"))
     if kueue_managed(pod):
         return GroupAdmission(
             warnings=[f"gpufabric: Kueue manages this pod; {ANN_GROUP} is left to Kueue"],
@@ -143,7 +140,7 @@ def admit_group(
             ]
         )
     warnings = []
-    largest = largest_domain_gpus() if pod_gpus else None
+    largest = largest_domain_gpus() if pod_gpus and largest_domain_gpus else None
     if largest is not None and spec.size * pod_gpus > largest:
         warnings.append(
             f"gpufabric: group {spec.name} needs {spec.size * pod_gpus} GPUs, more than the "
@@ -159,7 +156,7 @@ def admit_group(
             ops.append({"op": "add", "path": path, "value": spec.name})
         else:
             ops.append({"op": "add", "path": "/metadata/labels", "value": {LABEL_GROUP: spec.name}})
-    gates = _map(pod.get("spec")).get("schedulingGates")
+    gates = as_map(pod.get("spec")).get("schedulingGates")
     if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates or []):
         if isinstance(gates, list):
             ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})

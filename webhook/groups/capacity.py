@@ -69,8 +69,9 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, why)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    # A decoded review holds plain dicts: `type is dict` spares the ABC check (admission runs this).
+def as_map(value: object) -> Mapping[str, Any]:
+    """value if it is a mapping, else an empty one (fields of a pod or node read without guards).
+    A decoded review holds plain dicts: `type is dict` spares the ABC check (admission runs it)."""
     return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
@@ -85,10 +86,10 @@ def pod_gpus(spec: Mapping[str, Any]) -> int:
     Malformed parts count as none (admission reports them; this must not crash on them)."""
 
     def one(c: Mapping[str, Any]) -> int:
-        res = _map(c.get("resources"))
-        value = _map(res.get("requests")).get(api.GPU_RESOURCE)
+        res = as_map(c.get("resources"))
+        value = as_map(res.get("requests")).get(api.GPU_RESOURCE)
         if value is None:  # extended resources: the request defaults to the limit
-            value = _map(res.get("limits")).get(api.GPU_RESOURCE)
+            value = as_map(res.get("limits")).get(api.GPU_RESOURCE)
         return _quantity(value)
 
     inits = _list(spec.get("initContainers"))
