@@ -95,7 +95,7 @@ def bench_labeler(n: int) -> None:
     from tests.webhook.helpers import golden_statuses
     from tests.webhook.node_fakes import NodeServer
     from webhook.fabric.controller import FabricController
-    from webhook.labeler import Labeler
+    from webhook.labeler.nodes import Labeler
 
     golden = dict(golden_statuses())["hgx-h100"]
     tree = FatTree(n // 40, 40, rails=8, spines=16, tiers=3, pod_size=4)

@@ -23,8 +23,8 @@ from common.backoff import Backoff
 from tests.webhook.election_sim import Cluster
 from tests.webhook.helpers import golden_statuses
 from tests.webhook.node_fakes import NodeServer
-from webhook.labeler import Labeler
-from webhook.watch import PROBE_BACKOFF
+from webhook.kube.watch import PROBE_BACKOFF
+from webhook.labeler.nodes import Labeler
 
 
 def failover(kills: int) -> None:

@@ -20,7 +20,7 @@ Where a fabric review's time goes (in-process, 5,000 alike nodes, the bench's po
 run, each step right after the decode of a fresh body, as the server runs them; the baseline
 handler's own work, json.loads of the review + json.dumps of `allowed`, is 14.5-15 us, about a
 fifth of the baseline server's CPU per review, the rest being aiohttp and TLS, the same in both
-servers): review.parse 11.7 (the decode 8.3 through webhook/jsoncodec.py: orjson 6.5, with the
+servers): review.parse 11.7 (the decode 8.3 through webhook/admission/jsoncodec.py: orjson 6.5, with the
 standard library answering wherever orjson alone would differ; one skeleton of the body's quotes
 and brackets gives jsoncodec its bracket count and the nesting bound its text, 2.6 for the bound),
 pod_problems 3.4, the rest of requirements 2.6 (the gpufabric.io annotations read through a bounded

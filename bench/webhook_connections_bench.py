@@ -3,7 +3,7 @@
 Starts two servers on loopback, each in its own process, with the golden cache: `baseline` is
 aiohttp's plain TCPSite with its defaults (what `serve` used before: no connection cap, 3,630 s
 keep-alive, 256 KiB TLS read buffer per connection), `bounded` is `serve`'s site with
-webhook.connections.Limits defaults. The client opens N TLS connections to each, completes every
+webhook.server.connections.Limits defaults. The client opens N TLS connections to each, completes every
 handshake, sends nothing and holds them; the server's RSS growth is read from /proc while they are
 held. The bounded server must stay within +50 MB at N=2,000 (issue 11's bar).
 
@@ -32,8 +32,8 @@ import asyncio, sys
 sys.path.insert(0, {root!r})
 from aiohttp import web
 from tests.webhook.helpers import golden_cache
-from webhook.placement import Settings
-from webhook.server import make_app, runner_for, start_https, tls_context
+from webhook.admission.placement import Settings
+from webhook.server.app import make_app, runner_for, start_https, tls_context
 
 async def main(kind):
     ctx = tls_context(__import__("pathlib").Path({cert!r}), __import__("pathlib").Path({key!r}))

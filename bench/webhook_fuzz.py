@@ -2,7 +2,7 @@
 
 Each review starts from the one kube-apiserver really sent (tests/fixtures/admission) for a pod
 with gpufabric annotations and is damaged at random: values of any JSON type put at any path, deep
-nesting, byte flips, cuts and insertions. Every body goes through webhook.server.reply, the function
+nesting, byte flips, cuts and insertions. Every body goes through webhook.server.app.reply, the function
 /mutate answers with. Counted: answers other than HTTP 200/400, and pods with gpufabric annotations
 admitted without every requirement they asked for in every required node-selector term.
 
@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 import jsonpatch  # noqa: E402
 
 from tests.webhook.helpers import golden_cache  # noqa: E402
-from webhook.placement import Settings, plan  # noqa: E402
-from webhook.requirements import check  # noqa: E402
-from webhook.review import has_fabric_annotations  # noqa: E402
-from webhook.server import reply  # noqa: E402
+from webhook.admission.placement import Settings, plan  # noqa: E402
+from webhook.admission.requirements import check  # noqa: E402
+from webhook.admission.review import has_fabric_annotations  # noqa: E402
+from webhook.server.app import reply  # noqa: E402
 
 RAW = (ROOT / "tests" / "fixtures" / "admission" / "pod-create.review.json").read_bytes()
 BASE: dict[str, Any] = json.loads(RAW)

@@ -1,8 +1,8 @@
 """The two servers bench/webhook_bench.py compares, and the fleets it loads into the webhook.
 
-- `baseline_server`: a bare aiohttp app on the same TLS setup (webhook.server.tls_context) that
+- `baseline_server`: a bare aiohttp app on the same TLS setup (webhook.server.app.tls_context) that
   parses the same AdmissionReview and answers `allowed`: the cost of HTTP + TLS + JSON alone.
-- `fabric_server`: the real webhook app (webhook.server.make_app) over a FabricCache filled with a
+- `fabric_server`: the real webhook app (webhook.server.app.make_app) over a FabricCache filled with a
   generated fleet, plus /bench/* endpoints that measure inside the server process.
 Both run in their own process pinned to CPU 0; CPU per review is the server's process CPU time.
 """
@@ -99,7 +99,7 @@ def _pin() -> None:
 async def _serve(app: Any, port: int, cert: str, key: str, ready: Any, bare: bool) -> None:
     from aiohttp import web
 
-    from webhook import server
+    from webhook.server import app as server
 
     ctx = server.tls_context(Path(cert), Path(key))
     if bare:
@@ -147,11 +147,11 @@ def fabric_server(
     import psutil
     from aiohttp import web
 
-    from webhook import review as rv
-    from webhook.admission import admit
-    from webhook.cache import FabricCache
-    from webhook.placement import Settings
-    from webhook.server import make_app
+    from webhook.admission import review as rv
+    from webhook.admission.admit import admit
+    from webhook.admission.placement import Settings
+    from webhook.fleet.cache import FabricCache
+    from webhook.server.app import make_app
 
     policy = (ROOT / "daemonset" / "components" / "cufile-policy" / "cufile.json").read_text()
     settings = Settings(cufile_policy=policy)

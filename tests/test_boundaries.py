@@ -16,7 +16,8 @@ BACKENDS = {
     "pyudev": {"agent/udev.py"},
     "kubernetes": {
         "agent/kube.py",
-        "webhook/kube.py",
+        "webhook/kube/client.py",
+        "webhook/labeler/kube.py",
         "webhook/groups/kube.py",
         "webhook/leader/kube.py",
         "certs/bootstrap.py",
@@ -70,3 +71,55 @@ def test_import_packages_resolve_to_this_tree() -> None:
         spec = importlib.util.find_spec(pkg)
         assert spec is not None and spec.origin is not None
         assert Path(spec.origin).resolve().is_relative_to(ROOT), spec.origin
+
+
+# webhook/ has one sub-package per flow (issue 16); imports run one way, down this list's layers:
+# the process wiring, then transport and offline commands, admission, the leader-side flows, and
+# the pieces every flow reaches down to.
+WEBHOOK_LAYERS = {
+    "__main__": 6,
+    "serve": 5,
+    "server": 4,
+    "cli": 4,
+    "admission": 3,
+    "groups": 2,
+    "labeler": 2,
+    "fleet": 1,
+    "fabric": 1,
+    "leader": 1,
+    "kube": 0,
+}
+
+
+def _room(path: Path) -> str:
+    parts = path.relative_to(ROOT / "webhook").parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def test_webhook_rooms_import_one_way_and_only_public_names() -> None:
+    wrong: list[str] = []
+    for path in (ROOT / "webhook").rglob("*.py"):
+        if path.name == "__init__.py" and path.parent.name == "webhook":
+            continue
+        room = _room(path)
+        assert room in WEBHOOK_LAYERS, f"{path}: a new room needs a place in WEBHOOK_LAYERS"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            parts = node.module.split(".")
+            if parts[0] != "webhook" or len(parts) < 2 or parts[1] == room:
+                continue
+            if WEBHOOK_LAYERS[parts[1]] >= WEBHOOK_LAYERS[room]:
+                wrong.append(f"{path.relative_to(ROOT)} imports {node.module} (up or sideways)")
+            wrong += [
+                f"{path.relative_to(ROOT)} imports {node.module}.{a.name} (private)"
+                for a in node.names
+                if a.name.startswith("_")
+            ]
+    assert not wrong, wrong
+
+
+def test_every_webhook_room_says_what_flows_through_it() -> None:
+    for init in (ROOT / "webhook").glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and doc.strip(), f"{init}: one-line docstring missing"

@@ -500,7 +500,7 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     from prometheus_client import generate_latest
 
     from agent.metrics import AgentMetrics
-    from webhook.metrics import WebhookMetrics
+    from webhook.server.metrics import WebhookMetrics
 
     agent, hook = AgentMetrics(), WebhookMetrics()
     agent.condition.labels(type="FabricHealthy").set(1)

@@ -12,7 +12,7 @@ import yaml
 
 from common import cli, logs
 from common.logs import configure
-from webhook import topology
+from webhook.cli import topology
 
 PROG = "gpufabric-webhook"
 
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(serve(args))
         if args.command == "topology":
             return topology.cmd_topology(args)
-        from webhook.offline import cmd_offline
+        from webhook.cli.offline import cmd_offline
 
         return cmd_offline(args)
     except cli.UsageError as err:

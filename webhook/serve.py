@@ -23,14 +23,13 @@ from aiohttp import web
 
 from common import api
 from common.cli import UsageError
-from webhook import cufile
-from webhook.cache import FabricCache
-from webhook.connections import Limits
+from webhook.admission import cufile
+from webhook.admission.placement import Settings
+from webhook.fleet.cache import FabricCache
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes, gpus_in
+from webhook.kube.watch import ListWatch, Obj
 from webhook.leader import LABELER_LEASE, Elector, Work
-from webhook.metrics import WebhookMetrics
-from webhook.placement import Settings
-from webhook.server import (
+from webhook.server.app import (
     WATCHES_KEY,
     CertReloader,
     make_app,
@@ -38,7 +37,8 @@ from webhook.server import (
     start_https,
     tls_context,
 )
-from webhook.watch import ListWatch, Obj
+from webhook.server.connections import Limits
+from webhook.server.metrics import WebhookMetrics
 
 log = logging.getLogger("webhook")
 
@@ -76,12 +76,12 @@ class Serving:
     watches: list[ListWatch] = field(default_factory=list)
     elected: dict[str, Work] = field(default_factory=dict)  # Lease name -> work while leading
     on_lead: dict[str, Callable[[bool], None]] = field(default_factory=dict)  # per Lease
-    labeler: Any = None  # webhook.labeler.Labeler when --labeler
+    labeler: Any = None  # webhook.labeler.nodes.Labeler when --labeler
 
 
 def _cufile_policy(api_client: Any, name: str) -> str:
     """The cluster cuFile policy from ConfigMap `name` in the webhook's own namespace."""
-    from webhook.kube import ApiError, read_configmap
+    from webhook.kube.client import ApiError, read_configmap
 
     own = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
     try:
@@ -97,7 +97,7 @@ def name_of(obj: Obj) -> str:
 def add_cache_watches(s: Serving) -> None:
     """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
     node's status never counts for placement."""
-    from webhook.kube import custom_list_watch, node_list_watch
+    from webhook.kube.client import custom_list_watch, node_list_watch
 
     cache = s.cache
 
@@ -144,7 +144,7 @@ def add_cache_watches(s: Serving) -> None:
 
 def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
     """The GpuFabric object, for the admission warning about groups larger than any spine."""
-    from webhook.kube import custom_list_watch
+    from webhook.kube.client import custom_list_watch
 
     s.watches.append(
         ListWatch(
@@ -158,8 +158,8 @@ def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
 
 def add_labeler(s: Serving) -> None:
     """Node labels from the shared feeds; only the holder of Lease gpufabric-labeler writes."""
-    from webhook.kube import KubeNodeApi
-    from webhook.labeler import Labeler
+    from webhook.labeler.kube import KubeNodeApi
+    from webhook.labeler.nodes import Labeler
 
     labeler = Labeler(
         KubeNodeApi(s.api_client),
@@ -177,7 +177,8 @@ def add_network(s: Serving) -> None:
     labels with --topology-labels) becomes the labeler's extra labels, applied in the same apply as
     the summary labels. The leader also re-derives and publishes GpuFabric `cluster`."""
     from webhook.fabric.controller import CONFIGMAP, FabricController, run
-    from webhook.kube import KubeFabricApi, configmap_list_watch
+    from webhook.kube.client import configmap_list_watch
+    from webhook.labeler.kube import KubeFabricApi
 
     labeler = s.labeler
     fabric = FabricController(getattr(s.args, "topology_labels", None))
@@ -231,9 +232,9 @@ def add_network(s: Serving) -> None:
 
 def add_placer(s: Serving) -> None:
     """The group placer: its own Lease, one copy of the work cluster-wide."""
-    from webhook.groups.gauges import gauges_every
     from webhook.groups.kube import run_placer
     from webhook.groups.names import PLACER_LEASE
+    from webhook.server.gauges import gauges_every
 
     def work(stop: threading.Event) -> None:
         run_placer(s.api_client, stop, s.metrics, gauges_every(s.metrics, 5.0))

@@ -1,6 +1,6 @@
 """Test oracle: the admission checks as they read before they were made fast.
 
-webhook/review.py pod_problems and webhook/requirements.py check now skip calls for absent fields,
+webhook/admission/review.py pod_problems and webhook/admission/requirements.py check now skip calls for absent fields,
 read the gpufabric.io annotations once (memoized) and test dicts before the Mapping ABC; this is
 the plain version they replaced, one readable pass per question, unchanged but for names. The
 property tests hold the two together: the same Requirements and the same problems, in the same
@@ -14,8 +14,7 @@ from itertools import repeat
 from typing import Any
 
 from common import api
-from webhook.nodeselector import INT64_MAX, parse_int64
-from webhook.requirements import (
+from webhook.admission.requirements import (
     _PARSERS,
     KNOWN_ANNOTATIONS,
     ClaimLookup,
@@ -24,7 +23,8 @@ from webhook.requirements import (
     _from_claim,
     _show,
 )
-from webhook.review import annotations_of
+from webhook.admission.review import annotations_of
+from webhook.kube.nodeselector import INT64_MAX, parse_int64
 
 
 def _is_map(value: object, of_str: bool = False) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from webhook.cache import FabricCache
+from webhook.fleet.cache import FabricCache
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"

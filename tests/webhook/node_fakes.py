@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common import api
-from webhook.labeler import LabelRejected
+from webhook.labeler.nodes import LabelRejected
 
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _uids = itertools.count(1)

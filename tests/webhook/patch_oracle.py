@@ -1,6 +1,6 @@
 """Test oracle: (original pod, mutated pod) -> JSONPatch, computed from the outside.
 
-The webhook records its ops while editing (webhook/podedit.py); this independent diff was its
+The webhook records its ops while editing (webhook/admission/podedit.py); this independent diff was its
 patch builder before that, and the property tests now hold the two together.
 
 The mutation only adds: keys to objects and items at the end of lists (spec.affinity, spec.volumes,

@@ -8,9 +8,9 @@ import argparse
 from typing import Any
 
 from tests.webhook.helpers import golden_statuses
-from webhook.cache import FabricCache
-from webhook.metrics import WebhookMetrics
+from webhook.fleet.cache import FabricCache
 from webhook.serve import Serving, add_cache_watches, add_labeler, add_network, add_placer
+from webhook.server.metrics import WebhookMetrics
 
 H100 = dict(golden_statuses())["hgx-h100"]
 

@@ -1,7 +1,7 @@
 """Admission of a grouped pod: validate the group annotations and, at CREATE, gate and label it.
 
-Pure: the admission path (webhook/admission.py) calls `admit_group` once per review and merges the
-ops into its patch and the problems into its denial. Reinvocation yields no new ops.
+Pure: the admission path (webhook/admission/admit.py) calls `admit_group` once per review and
+merges the ops into its patch and the problems into its denial. Reinvocation yields no new ops.
 """
 
 from __future__ import annotations

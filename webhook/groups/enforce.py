@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.groups.names import ANN_PLACEMENT, GATE, escape_key, level_key
-from webhook.nodeselector import REQUIRED, required_terms
+from webhook.kube.nodeselector import REQUIRED, required_terms
 
 Op = dict[str, Any]
 

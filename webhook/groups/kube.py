@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.slim import slim_node, slim_pod
-from webhook.kube import watch_events
-from webhook.watch import Lister, ListWatch, Obj, Watcher
+from webhook.kube.client import watch_events
+from webhook.kube.watch import Lister, ListWatch, Obj, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10

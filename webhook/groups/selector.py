@@ -1,9 +1,9 @@
 """A pod's hard node constraints, evaluated the way kube-scheduler does. Pure.
 
-nodeSelector and required node affinity through webhook.nodeselector (the scheduler's semantics,
-shared with explain); plus taints with effect NoSchedule or NoExecute that the pod does not
-tolerate (core/v1 Toleration.ToleratesTaint). A Selector carries a signature so that the placer
-evaluates each distinct pod shape once per node, not once per pod.
+nodeSelector and required node affinity through webhook.kube.nodeselector (the scheduler's
+semantics, shared with explain); plus taints with effect NoSchedule or NoExecute that the pod
+does not tolerate (core/v1 Toleration.ToleratesTaint). A Selector carries a signature so that the
+placer evaluates each distinct pod shape once per node, not once per pod.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook import nodeselector
+from webhook.kube import nodeselector
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,9 @@ class Toleration:
 class Selector:
     """Everything about a pod that decides which nodes it may land on (besides resources)."""
 
-    spec: Mapping[str, Any]  # only nodeSelector and affinity, as webhook.nodeselector reads them
+    spec: Mapping[
+        str, Any
+    ]  # only nodeSelector and affinity, as webhook.kube.nodeselector reads them
     tolerations: tuple[Toleration, ...]
     signature: str  # equal signature -> equal verdict on every node (for memoizing)
 

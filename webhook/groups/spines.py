@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from common import api
-from webhook.cache import FabricCache
+from webhook.fleet.cache import FabricCache
 
 FABRIC_PLURAL = "gpufabrics"
 FABRIC_OBJECT = "cluster"

@@ -8,7 +8,7 @@ from tests.webhook.helpers import golden_statuses
 from tests.webhook.node_fakes import NodeServer
 from webhook.fabric.controller import FabricController
 from webhook.fabric.levels import LEAF, LEAF_PAIR, SPINE
-from webhook.labeler import Labeler
+from webhook.labeler.nodes import Labeler
 
 H100 = dict(golden_statuses())["hgx-h100"]
 NODES = ["a1", "a2", "b1", "c1"]

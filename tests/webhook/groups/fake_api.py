@@ -11,7 +11,7 @@ from typing import Any
 import jsonpatch
 
 from webhook.groups.placer import Rejected
-from webhook.nodeselector import required_terms
+from webhook.kube.nodeselector import required_terms
 
 
 def gated_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

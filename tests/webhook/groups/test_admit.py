@@ -9,10 +9,10 @@ import jsonpatch
 import pytest
 
 from tests.webhook.helpers import golden_cache, pod, review
-from webhook.admission import admit
+from webhook.admission.admit import admit
+from webhook.admission.placement import Settings
 from webhook.groups.admit import admit_group
 from webhook.groups.names import GATE
-from webhook.placement import Settings
 
 GROUP = {
     "gpufabric.io/group": "llama-70b",

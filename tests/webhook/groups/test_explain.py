@@ -4,9 +4,9 @@ import copy
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.helpers import golden_statuses
-from webhook.cache import FabricCache
-from webhook.explain import NodeFacts, explain
-from webhook.requirements import requirements
+from webhook.admission.requirements import requirements
+from webhook.cli.explain import NodeFacts, explain
+from webhook.fleet.cache import FabricCache
 
 
 def test_explain_shows_each_candidate_domain_of_the_groups_level() -> None:

@@ -281,8 +281,8 @@ def test_slim_copies_decide_like_the_full_objects() -> None:
 def test_metrics_count_decisions_and_publish_free_gpus_and_fragmentation() -> None:
     from prometheus_client import generate_latest
 
-    from webhook.groups.gauges import publish
-    from webhook.metrics import WebhookMetrics
+    from webhook.server.gauges import publish
+    from webhook.server.metrics import WebhookMetrics
 
     metrics = WebhookMetrics()
     api = FakeApi()

@@ -1,0 +1,323 @@
+"""(pod, Requirements, node groups) -> mutated pod + warnings. Pure.
+
+Required -> requiredDuringScheduling expressions ANDed into every existing nodeSelectorTerm (terms
+are ORed; a new term would loosen the pod). Preferred -> weighted preferred terms. Integers use
+`Gt n-1`. Every addition is check-before-add, so applying twice gives the same pod.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from common import api
+from webhook.admission import cufile
+from webhook.admission.podedit import Expr, PodEdit
+from webhook.admission.requirements import Requirements
+from webhook.fleet.layouts import KEY_INDEX, Cond, Fleet, Group, Pin, Query
+from webhook.kube.nodeselector import required_terms
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    cufile_policy: str | None = None  # cufile.json text, checked (webhook.admission.cufile)
+    inject_nccl_tuning: bool = False
+    inject_nccl_ib_hca: bool = True
+    # GPUs of the largest spine domain (webhook.groups.spines), for the too-big-group warning
+    largest_spine_gpus: Callable[[], int | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """One node requirement with the words that explain it."""
+
+    expr: Expr
+    why: str
+
+
+# eq=False: plan() hands out one Plan per Requirements (it holds dicts, so it has no value
+# hash), and _pinned memoizes by it.
+@dataclass(frozen=True, slots=True, eq=False)
+class Plan:
+    required: tuple[Need, ...]
+    preferred: tuple[tuple[int, tuple[Need, ...]], ...]
+    conds: tuple[Cond, ...] = ()  # the required expressions in Query form
+    exprs: tuple[Expr, ...] = ()  # the required expressions, as mutate adds them
+    terms: tuple[dict[str, Any], ...] = ()  # the preferred terms, as mutate adds them
+    query: Query = ((),)  # query_of a pod that says nothing of our labels itself, with conds
+
+
+@dataclass(slots=True)
+class Decision:
+    pod: dict[str, Any]
+    ops: list[dict[str, Any]] = field(default_factory=list)  # JSONPatch: original -> pod
+    warnings: list[str] = field(default_factory=list)
+    fleet: Fleet | None = None
+
+    @property
+    def candidates(self) -> tuple[Group, ...]:
+        """The layouts the final pod admits, with their nodes (O(layouts): explain, tests)."""
+        return admitted(self.pod, self.fleet) if self.fleet is not None else ()
+
+
+# Constants: PodEdit copies them into any pod that outlives the review.
+_VOLUME, _MOUNT = cufile.volume(), cufile.mount()
+_CUFILE_ENV = (cufile.ENV, f"{cufile.MOUNT}/{cufile.FILE}")
+
+
+def _gt(key: str, at_least: int) -> Expr:
+    return {"key": key, "operator": "Gt", "values": [str(at_least - 1)]}
+
+
+def _in(key: str, *values: str) -> Expr:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+@functools.lru_cache(maxsize=256)
+def plan(req: Requirements) -> Plan:
+    """What the requirements ask of a node (memoized: Requirements is a frozen value; the
+    expressions and terms are shared, so PodEdit copies them into any pod that outlives the
+    review)."""
+    required: list[Need] = []
+    preferred: list[tuple[int, tuple[Need, ...]]] = []
+    gpus = max(req.gpus, 1)
+    if req.topology == "nvlink":
+        size = max(req.gpus, 2)
+        required.append(
+            Need(
+                _gt(api.LABEL_NVLINK_ISLAND_SIZE, size),
+                f"an NVLink island of at least {size} GPUs ({api.ANN_TOPOLOGY}=nvlink)",
+            )
+        )
+    elif req.topology == "same-socket":
+        required.append(
+            Need(
+                _gt(api.LABEL_NUMA_GPUS_MAX, gpus),
+                f"{gpus} GPUs on one NUMA node ({api.ANN_TOPOLOGY}=same-socket)",
+            )
+        )
+    if req.min_nvlink_bandwidth:
+        required.append(
+            Need(
+                _gt(api.LABEL_NVLINK_BANDWIDTH, req.min_nvlink_bandwidth),
+                f"NVLink bandwidth of at least {req.min_nvlink_bandwidth} GB/s per GPU",
+            )
+        )
+    if req.rdma:
+        ports = req.rdma_min_ports or 1
+        rdma = (
+            Need(_in(api.LABEL_RDMA, "true"), "GPUDirect RDMA over an ACTIVE port"),
+            Need(_gt(api.LABEL_RDMA_PORTS, ports), f"at least {ports} ACTIVE GPUDirect RDMA ports"),
+        )
+        if req.rdma == "required":
+            required.extend(rdma)
+        else:
+            preferred.append((50, rdma))
+    if req.cufile == "required":
+        required.append(
+            Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage (cuFile, not compat)")
+        )
+    elif req.cufile == "preferred":
+        preferred.append((20, (Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage"),)))
+    preferred.append((10, (Need(_in(api.LABEL_FABRIC_HEALTH, "ok"), "a healthy fabric"),)))
+    conds = tuple(c for n in required if (c := _cond(n.expr)) is not None)
+    terms = tuple(
+        {"weight": weight, "preference": {"matchExpressions": [n.expr for n in needs]}}
+        for weight, needs in preferred
+    )
+    exprs = tuple(n.expr for n in required)
+    query = _only(tuple(sorted(set(conds))))
+    return Plan(tuple(required), tuple(preferred), conds, exprs, terms, query)
+
+
+def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
+    """Does a node with these gpufabric labels satisfy expr? None when the key is not ours."""
+    key = str(expr.get("key", ""))
+    if not key.startswith(api.LABEL_PREFIX):
+        return None
+    op = expr.get("operator")
+    values = [str(v) for v in expr.get("values") or []]
+    value = labels.get(key)
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and values:
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def _cond(expr: Any) -> Cond | None:
+    """An expression on one of our summary labels in Query form; None for any other key (the
+    webhook cannot judge it, so it counts as met: candidates are then a superset, which is the
+    safe side for "usable on every node the affinity admits")."""
+    if not isinstance(expr, dict) or expr.get("key") not in KEY_INDEX:
+        return None
+    return _as_cond(expr)
+
+
+def _as_cond(expr: Mapping[str, Any]) -> Cond:
+    values = expr.get("values") or ()
+    return (str(expr["key"]), str(expr.get("operator")), tuple(str(v) for v in values))
+
+
+def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
+    """The part of the pod's required node affinity and nodeSelector that our labels decide,
+    with `extra` ANDed into every term (what mutate is about to add), canonical (sorted,
+    deduplicated, absorbed) so that alike pods ask the same question."""
+    return _query(*_own_conds(pod), extra)
+
+
+def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
+    """query_of(pod, p.conds), the plan's own query for the usual pod (none of our labels)."""
+    selector, owns = _own_conds(pod)
+    return p.query if not selector and not any(owns) else _query(selector, owns, p.conds)
+
+
+def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) -> Query:
+    base = set(extra)
+    base.update(selector)
+    if not any(owns):  # the usual pod: no term says anything about our labels
+        return _only(tuple(sorted(base)))
+    terms = {frozenset(base.union(own)) for own in owns}
+    kept: list[frozenset[Cond]] = []
+    for t in sorted(terms, key=len):  # a term that holds more than another adds nothing
+        if not any(k <= t for k in kept):
+            kept.append(t)
+    return tuple(sorted(tuple(sorted(t)) for t in kept))
+
+
+def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
+    """The pod's nodeSelector and each required term, in Query form, only our labels."""
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    own: list[Cond] = (
+        [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
+        if selector
+        else []
+    )
+    terms: list[list[Cond]] = []
+    for term in required_terms(pod) or ():
+        conds: list[Cond] = []
+        if isinstance(term, dict):
+            for expr in term.get("matchExpressions") or ():
+                # the key test first: most expressions are on other labels (see _cond)
+                if isinstance(expr, dict) and expr.get("key") in KEY_INDEX:
+                    conds.append(_as_cond(expr))
+        terms.append(conds)
+    return own, terms
+
+
+@functools.lru_cache(maxsize=256)
+def _only(conds: tuple[Cond, ...]) -> Query:
+    """The one-term query (interned: alike pods hand the fleet the same object)."""
+    return (conds,)
+
+
+def _fleet(groups: Fleet | Sequence[Group]) -> Fleet:
+    return groups if isinstance(groups, Fleet) else Fleet.of_groups(groups)
+
+
+def admitted(pod: Mapping[str, Any], groups: Fleet | Sequence[Group]) -> tuple[Group, ...]:
+    """Groups the pod's required node affinity (and nodeSelector) admits.
+
+    Keys other than our summary labels count as met (see _cond).
+    """
+    return _fleet(groups).groups(query_of(pod))
+
+
+def _narrowed(hcas: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(h for h in hcas if h in preferred) if preferred else hcas
+
+
+def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
+    """Which requirement no node meets (for the warning), best effort."""
+    lacking = [
+        n.why
+        for n in plan_.required
+        if (c := _cond(n.expr)) is not None and not fleet.candidates(((c,),)).nodes
+    ]
+    if lacking:
+        return lacking
+    return ["all of: " + "; ".join(n.why for n in plan_.required)] if plan_.required else []
+
+
+@functools.lru_cache(maxsize=256)
+def _pinned(p: Plan, pin: Pin) -> tuple[tuple[Expr, ...], str]:
+    """The plan's required expressions with the pin's hca-profile one, and the warning that says
+    why (memoized like plan, by identity: alike pods get the same plan and the same pin)."""
+    exprs = (*p.exprs, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
+    return exprs, (
+        f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
+        f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
+        f"{','.join(pin.hcas)} are usable"
+    )
+
+
+def mutate(
+    pod: Mapping[str, Any],
+    req: Requirements,
+    groups: Fleet | Sequence[Group],
+    settings: Settings,
+    in_place: bool = False,
+) -> Decision:
+    """`in_place` edits `pod` itself (see PodEdit): for a caller that owns it and needs only the
+    ops; the decision's pod is then that same object."""
+    fleet = _fleet(groups)
+    p = plan(req)
+    query = _query_for(pod, p)  # the pod as it came (before the edits below, in place or not)
+    found = fleet.candidates(query)
+    warnings: list[str] = []
+    if not found.nodes:
+        unmet = "; ".join(_unmet(p, fleet)) or "the pod's own node affinity"
+        warnings.append(f"gpufabric: no node currently satisfies: {unmet}")
+    gdr_level = found.gdr_level
+    edit = PodEdit(pod, in_place)
+    containers = edit.gpu_containers()
+    required = p.exprs
+    hcas: tuple[str, ...] = ()
+    if req.rdma and settings.inject_nccl_ib_hca and edit.lacks_env(containers, "NCCL_IB_HCA"):
+        hcas = _narrowed(found.common_hcas, req.preferred_hcas)
+        pin = None
+        if not hcas and found.nodes and req.rdma == "required":
+            # No one list is right everywhere: take the list the most common layout offers and
+            # keep every node on which all of it is usable (one or more hca-profiles).
+            pin = fleet.pin(query, req.preferred_hcas)
+        if pin is not None:
+            hcas, gdr_level = pin.hcas, pin.gdr_level
+            required, warning = _pinned(p, pin)
+            warnings.append(warning)
+        elif not hcas and found.nodes:
+            warnings.append(
+                "gpufabric: NCCL_IB_HCA not set: no HCA list is usable on every node "
+                "this pod may run on"
+            )
+    if required:
+        edit.add_required(required)
+    edit.add_preferred(p.terms)
+    env: list[tuple[str, str]] = []  # set in one pass per container, in this order
+    if hcas:
+        env.append(("NCCL_IB_HCA", "=" + ",".join(hcas)))
+    if req.cufile and settings.cufile_policy:  # by value: see webhook.admission.cufile
+        edit.annotate(cufile.ANNOTATION, settings.cufile_policy)
+        edit.add_volume(_VOLUME)
+        for c in containers:
+            edit.add_mount(c, _MOUNT)
+        env.append(_CUFILE_ENV)
+    if req.rdma and settings.inject_nccl_tuning and found.nodes and gdr_level:
+        # NCCL has no NODE level: its PHB means "same NUMA node".
+        env.append(("NCCL_NET_GDR_LEVEL", "PHB" if gdr_level == "NODE" else gdr_level))
+    if env:
+        for c in containers:
+            edit.set_env(c, env)
+    return Decision(pod=edit.pod, ops=edit.ops, warnings=warnings, fleet=fleet)

@@ -1,0 +1,1 @@
+"""Offline commands: mutate, explain and topology over files, no cluster needed."""

@@ -1,0 +1,1 @@
+"""Fleet: what the webhook knows of the cluster, fed by watches (statuses -> layouts -> cache)."""

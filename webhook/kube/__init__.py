@@ -1,0 +1,1 @@
+"""Kubernetes access every flow reaches down to: list-watch, API calls, NodeSelector semantics."""

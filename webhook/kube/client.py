@@ -1,0 +1,151 @@
+"""The webhook's Kubernetes access: watch sources (custom objects, Node metadata, one ConfigMap)
+and ConfigMap reads. Label and GpuFabric writes live in webhook/labeler/kube.py, Leases in
+webhook/leader/kube.py; everything above these backends sees plain dicts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from common import api
+from webhook.kube.watch import Gone, Lister, Obj, Watcher
+
+log = logging.getLogger(__name__)
+_TIMEOUT = 10
+# Watches: the server ends each after WATCH_SECONDS, and the client gives up reading after a
+# little more, so a connection that died silently is noticed instead of hanging forever.
+_WATCH_SECONDS = 240
+_WATCH_READ_TIMEOUT = (5, _WATCH_SECONDS + 30)
+# Metadata only (PartialObjectMetadata): labels and managedFields, not a Node's images and status.
+_META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+
+def watch_events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Iterator[Obj]:
+    """Watch events of a list call from `version` as {"type", "object"} dicts; 410 -> Gone.
+
+    Plain dicts (no client model built per event); ERROR events still raise; a read timeout bounds
+    a connection that went quiet without closing."""
+    w = watch.Watch(return_type="object")
+    try:
+        for event in w.stream(
+            list_fn,
+            *args,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=_WATCH_SECONDS,
+            _request_timeout=_WATCH_READ_TIMEOUT,
+            **kwargs,
+        ):
+            yield {"type": event["type"], "object": event["raw_object"]}
+    except ApiException as err:
+        if err.status == 410:
+            raise Gone() from err
+        raise
+
+
+def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister, Watcher]:
+    objects = client.CustomObjectsApi(api_client)
+
+    def lister() -> tuple[list[Obj], str]:
+        # Pages of 500 keep the peak memory of a relist small on a 5,000-node cluster.
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            data: Any = objects.list_cluster_custom_object(
+                api.GROUP,
+                api.VERSION,
+                plural,
+                limit=500,
+                _continue=token,
+                _request_timeout=_TIMEOUT,
+            )
+            items += data.get("items") or []
+            token = data["metadata"].get("continue")
+            if not token:
+                return items, str(data["metadata"].get("resourceVersion", ""))
+
+    def watcher(version: str) -> Iterable[Obj]:
+        return watch_events(
+            objects.list_cluster_custom_object, api.GROUP, api.VERSION, plural, version=version
+        )
+
+    return lister, watcher
+
+
+def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
+    """Nodes as PartialObjectMetadata: which exist, their labels (--topology-labels) and which
+    labels our field manager owns (managedFields). One watch serves cache, labeler and fabric."""
+    core = client.CoreV1Api(api_client)
+
+    def lister() -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            response: Any = core.list_node(
+                limit=500,
+                _continue=token,
+                _headers={"Accept": _META_LIST},
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
+            data: Any = json.loads(response.data)
+            items += data.get("items") or []
+            token = (data.get("metadata") or {}).get("continue")
+            if not token:
+                return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
+
+    def watcher(version: str) -> Iterable[Obj]:
+        return watch_events(core.list_node, version=version, _headers={"Accept": _META_WATCH})
+
+    return lister, watcher
+
+
+class ApiError(RuntimeError):
+    """The API server refused or failed a request; the message names the object and the reason."""
+
+
+def read_configmap(api_client: client.ApiClient, namespace: str, name: str) -> Obj | None:
+    """GET one ConfigMap (RBAC: `get` on that name only); None when it does not exist."""
+    try:
+        cm = client.CoreV1Api(api_client).read_namespaced_config_map(
+            name, namespace, _request_timeout=_TIMEOUT
+        )
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise ApiError(
+            f"cannot read ConfigMap {namespace}/{name}: {err.status} {err.reason}"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - connection errors of every kind: one clear line
+        raise ApiError(f"cannot read ConfigMap {namespace}/{name}: {err}") from None
+    out: Obj = api_client.sanitize_for_serialization(cm)
+    return out
+
+
+def configmap_list_watch(
+    api_client: client.ApiClient, namespace: str, name: str
+) -> tuple[Lister, Watcher]:
+    """List/watch one ConfigMap by name (RBAC can then be limited to that name)."""
+    core = client.CoreV1Api(api_client)
+    selector = f"metadata.name={name}"
+
+    def lister() -> tuple[list[Obj], str]:
+        data: Any = core.list_namespaced_config_map(
+            namespace, field_selector=selector, _request_timeout=_TIMEOUT
+        )
+        items = [api_client.sanitize_for_serialization(i) for i in data.items]
+        return items, str(data.metadata.resource_version or "")
+
+    def watcher(version: str) -> Iterable[Obj]:
+        return watch_events(
+            core.list_namespaced_config_map, namespace, field_selector=selector, version=version
+        )
+
+    return lister, watcher

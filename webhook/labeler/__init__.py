@@ -1,0 +1,1 @@
+"""Labeler: node labels from statuses and the fabric, kept by server-side apply."""

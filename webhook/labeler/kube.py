@@ -1,0 +1,89 @@
+"""The labeler's writes: node labels and the GpuFabric object, by server-side apply."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from common import api
+from webhook.labeler.nodes import LabelRejected
+
+# A label apply must end well inside the elector's wind-down (lease 15 s - renew deadline 10 s).
+_APPLY_TIMEOUT = 4
+_TIMEOUT = 10
+
+
+class KubeNodeApi:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self._nodes: Any = None
+
+    @property
+    def nodes(self) -> Any:
+        # Discovery on first use, not at start: serve must come up while the API server is down.
+        if self._nodes is None:
+            dyn = DynamicClient(self.api_client)
+            self._nodes = dyn.resources.get(api_version="v1", kind="Node")
+        return self._nodes
+
+    def apply_labels(self, name: str, labels: Mapping[str, str]) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels)},
+        }
+        try:
+            self.nodes.server_side_apply(
+                body=body,
+                name=name,
+                field_manager=api.LABELER_FIELD_MANAGER,
+                force_conflicts=True,
+                _request_timeout=_APPLY_TIMEOUT,
+            )
+        except (ApiException, DynamicApiError) as err:
+            # 422 invalid label, 403/404 node gone (an apply would be a create): final answers.
+            if getattr(err, "status", None) in (403, 404, 422):
+                raise LabelRejected(f"{name}: HTTP {err.status}: {err}") from err
+            raise
+
+
+class KubeFabricApi:
+    """Server-side apply of the GpuFabric object: the object first (a status apply to an object
+    that does not exist is 404), then its status subresource."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self._fabrics: Any = None
+        self.created = False
+
+    @property
+    def fabrics(self) -> Any:
+        # Discovery on first use: serve must start (and serve admission) while the API is down.
+        if self._fabrics is None:
+            dyn = DynamicClient(self.api_client)
+            self._fabrics = dyn.resources.get(api_version=api.API_VERSION, kind="GpuFabric")
+        return self._fabrics
+
+    def apply(self, body: Mapping[str, Any]) -> None:
+        name = body["metadata"]["name"]
+        if not self.created:
+            self.fabrics.server_side_apply(
+                body={k: v for k, v in body.items() if k != "status"},
+                name=name,
+                field_manager=api.LABELER_FIELD_MANAGER,
+                force_conflicts=True,
+                _request_timeout=_TIMEOUT,
+            )
+            self.created = True
+        self.fabrics.status.server_side_apply(
+            body=dict(body),
+            name=name,
+            field_manager=api.LABELER_FIELD_MANAGER,
+            force_conflicts=True,
+            _request_timeout=_TIMEOUT,
+        )

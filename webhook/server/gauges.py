@@ -1,0 +1,31 @@
+"""Free GPUs and fragmentation per level, published at most every few seconds (each costs a pass
+over every node)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from webhook.groups.placer import Placer
+from webhook.server.metrics import WebhookMetrics
+
+
+def publish(metrics: WebhookMetrics, placer: Placer) -> None:
+    view = placer.view
+    for level in view.levels():
+        nodes = [n for _, members in view.index()[level] for n in members]
+        metrics.group_free_gpus.labels(level=level).set(view.free_total(nodes))
+        metrics.group_fragmentation.labels(level=level).set(view.fragmentation(level))
+    metrics.group_waiting.set(len(placer.waiting))
+
+
+def gauges_every(metrics: WebhookMetrics, seconds: float) -> Callable[[Placer], None]:
+    last = [0.0]
+
+    def maybe(placer: Placer) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            publish(metrics, placer)
+
+    return maybe
