@@ -27,6 +27,10 @@ LABEL_RDMA_PORTS: Final = f"{GROUP}/rdma-ports"
 LABEL_HCA_PROFILE: Final = f"{GROUP}/hca-profile"
 LABEL_CUFILE: Final = f"{GROUP}/cufile"
 LABEL_FABRIC_HEALTH: Final = f"{GROUP}/fabric-health"
+# Multi-node NVLink domain (GB200/GB300 NVL72): see common.nvlink.
+LABEL_NVLINK_DOMAIN: Final = f"{GROUP}/nvlink-domain"
+# NVIDIA GFD / DRA driver: `<clusterUuid>.<cliqueId>`, set once the fabric manager formed it.
+LABEL_GPU_CLIQUE: Final = "nvidia.com/gpu.clique"
 
 ALL_LABELS: Final = (
     LABEL_GPU_COUNT,
