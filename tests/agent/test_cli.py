@@ -235,3 +235,24 @@ def test_log_level_is_accepted_after_the_subcommand(capsys: pytest.CaptureFixtur
     assert logging.getLogger().level == logging.WARNING
     capsys.readouterr()
     logging.getLogger().setLevel(logging.WARNING)
+
+
+def test_metrics_port_is_not_dcgm_exporters_and_0_means_no_endpoint() -> None:
+    # Issue 17 item 9: 9400 is dcgm-exporter's port on the same host network.
+    from agent.metrics import AgentMetrics, Health, serve
+
+    parser = build_parser()
+    assert parser.parse_args(["run"]).metrics_port == 9410
+    assert parser.parse_args(["run", "--metrics-port", "0"]).metrics_port == 0
+    assert serve(0, AgentMetrics(), Health(60.0)) is None  # not a random port
+
+
+def test_agent_manifest_uses_the_agents_metrics_port() -> None:
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "daemonset" / "base" / "agent" / "daemonset.yaml"
+    pod = yaml.safe_load(path.read_text())["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert "--metrics-port=9410" in container["args"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9410}]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9410"
