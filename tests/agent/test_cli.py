@@ -8,7 +8,10 @@ import gzip
 import io
 import json
 import logging
+import os
+import resource
 import socket
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -256,3 +259,45 @@ def test_agent_manifest_uses_the_agents_metrics_port() -> None:
     assert "--metrics-port=9410" in container["args"]
     assert container["ports"] == [{"name": "metrics", "containerPort": 9410}]
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9410"
+
+
+def _bounded_main(*args: str) -> subprocess.CompletedProcess[str]:
+    """The agent in a child that cannot block this run or eat its memory (what the old code did
+    with a FIFO and /dev/zero as --from)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_from_something_not_a_file_is_one_line(tmp_path: Path, kind: str) -> None:
+    # Issue 17 item 13: /dev/zero read until MemoryError, a FIFO blocked forever.
+    path = {"dev-zero": Path("/dev/zero"), "fifo": tmp_path / "fifo", "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    proc = _bounded_main("probe", "--from", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    why = "is a directory" if kind == "directory" else "not a regular file"
+    assert proc.stderr == f"gpufabric-agent: {path}: cannot read ({why})\n"
+
+
+def test_from_an_archive_over_the_size_bound_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent import tarball
+
+    monkeypatch.setattr(tarball, "MAX_ARCHIVE", 1 << 20)
+    big = tmp_path / "big.tar.gz"
+    big.write_bytes(HGX.read_bytes() + bytes(2 << 20))
+    assert main(["probe", "--from", str(big)]) == 2
+    one_line_error(capsys, str(big), "larger than 1 MiB")
