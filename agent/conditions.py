@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from agent.hca_select import unmatched
 from agent.nvml import NvmlInventory
 from agent.results import Options, ProbeResults
 from common import api
@@ -99,7 +100,14 @@ def conditions(
         conds.append(_condition(api.COND_PCIE, False, pci.reason, pci.message, opts))
 
     rdma = results.rdma
-    if rdma.value is not None:
+    names = [h.name for h in hcas]
+    missed = unmatched(names, opts.hca_include, opts.hca_exclude)
+    if rdma.value is not None and missed:
+        have = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "none"
+        said = "; ".join(f"{flag} {pattern} matches no RDMA device" for flag, pattern in missed)
+        msg = f"{said} (devices: {have})"
+        conds.append(_condition(api.COND_RDMA, False, "HcaPatternUnmatched", msg, opts))
+    elif rdma.value is not None:
         probs = "; ".join(rdma.value.problems[:5])
         reason = "Probed" if hcas else "NoRdmaDevices"
         msg = f"{len(hcas)} RDMA devices" + (f"; {probs}" if probs else "")

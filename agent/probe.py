@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agent import assemble as asm
+from agent.hca_select import unmatched
 from agent.host import DiskTree, HostReader
 from agent.nvml import NvmlBackend, NvmlInventory, NvmlUnavailable
 from agent.probes import gds, nccl_topo, pci, rdma
@@ -114,4 +115,7 @@ def probe_node(
         ),
     )
     log.debug("probed", extra={"seconds": round(time.perf_counter() - started, 4)})
+    names = [h.name for h in out.status.hcas]
+    for flag, pattern in unmatched(names, config.hca_include, config.hca_exclude):
+        log.warning("hca pattern matches no rdma device", extra={"flag": flag, "pattern": pattern})
     return out
