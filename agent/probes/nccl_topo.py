@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent.host import HostReader
+from agent.host import MAX_READ, HostReader, read_local
 from agent.topology import Locality
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ class NcclTopo:
     cpus: tuple[TopoCpu, ...] = ()
     gpus: dict[str, TopoGpu] = field(default_factory=dict)  # only GPUs with a <gpu> element
     problems: tuple[str, ...] = ()
+    endpoints: frozenset[str] = frozenset()  # bus ids of devices that are not bridges
+    gpu_ids: frozenset[str] = frozenset()  # of those, the GPUs (display class or <gpu>)
 
     def lookup(self, bus_id: str, nic: bool = False) -> Locality | None:
         """The file's place for a device: exact bus id, or for a NIC NCCL's merged form."""
@@ -127,6 +129,8 @@ class _Builder:
         self.devices: dict[str, Locality] = {}
         self.bridges: set[str] = set()
         self.gpus: dict[str, TopoGpu] = {}
+        self.endpoints: set[str] = set()
+        self.gpu_ids: set[str] = set()
         self.problems: list[str] = []
         self.repeated: set[str] = set()
 
@@ -158,6 +162,10 @@ class _Builder:
             gpu = child.find("gpu")
             if gpu is not None and first:
                 self.gpus[busid] = _gpu(gpu)
+            if first:
+                self.endpoints.add(busid)
+                if gpu is not None or (klass is not None and klass >> 16 == 0x03):
+                    self.gpu_ids.add(busid)
             self.walk(child, cpu, switches)
 
 
@@ -218,6 +226,8 @@ def parse(
         cpus=tuple(topo_cpus),
         gpus=b.gpus,
         problems=tuple(problems),
+        endpoints=frozenset(b.endpoints),
+        gpu_ids=frozenset(b.gpu_ids),
     )
 
 
@@ -239,8 +249,24 @@ def _pick_host(
     return hosts[winners[0]], f"using host_hash {name}, whose devices this node has"
 
 
-def load(reader: HostReader, host_path: str) -> NcclTopo:
-    text = reader.read(host_path)
-    if text is None:
-        raise NcclTopoError(f"{host_path}: not found or unreadable")
-    return parse(text, host_path, lambda bus: reader.exists(f"/sys/bus/pci/devices/{bus}"))
+def load(reader: HostReader, path: str, *, local: bool = False) -> NcclTopo:
+    """The file at host path `path`, or with `local` at `path` on this machine (`probe --from`
+    tried against a file that is not in the snapshot); NcclTopoError says why it cannot be used."""
+    if local:
+        try:
+            data = read_local(path, MAX_READ)
+        except OSError as err:
+            raise NcclTopoError(f"{path}: {err.strerror or err}") from None
+    else:
+        mark = len(reader.issues)
+        found = reader.read_bytes(path)
+        if found is None:  # the reader noted why, unless the file is simply not there
+            raise NcclTopoError(
+                reader.issues[mark] if reader.issues[mark:] else f"{path}: no such file"
+            )
+        data = found
+
+    def present(bus: str) -> bool:
+        return reader.exists(f"/sys/bus/pci/devices/{bus}")
+
+    return parse(data.decode("utf-8", errors="replace"), path, present)
