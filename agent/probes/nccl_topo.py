@@ -56,7 +56,7 @@ class NcclTopo:
     bridges: frozenset[str] = frozenset()
     cpus: tuple[TopoCpu, ...] = ()
     gpus: dict[str, TopoGpu] = field(default_factory=dict)  # only GPUs with a <gpu> element
-    problems: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # for the PcieProbed message, which names the file already
     endpoints: frozenset[str] = frozenset()  # bus ids of devices that are not bridges
     gpu_ids: frozenset[str] = frozenset()  # of those, the GPUs (display class or <gpu>)
 
@@ -200,7 +200,7 @@ def parse(
     chosen = next(iter(hosts.values()), [])
     if len(hosts) > 1:
         chosen, note = _pick_host(hosts, present)
-        problems.append(f"{path}: {len(hosts)} hosts in one file; {note}")
+        problems.append(f"{len(hosts)} hosts in one file; {note}")
     b = _Builder(path)
     topo_cpus: list[TopoCpu] = []
     for i, cpu in enumerate(chosen):
@@ -214,11 +214,11 @@ def parse(
     if not b.devices:
         raise NcclTopoError(f"{path}: no PCI devices under any <cpu>")
     if b.repeated:
-        problems.append(f"{path}: bus ids repeated, first kept: {', '.join(sorted(b.repeated))}")
+        problems.append(f"bus ids repeated, first kept: {', '.join(sorted(b.repeated))}")
     numas = [c.get("numaid") for c in chosen]
     twice = sorted({n for n in numas if n is not None and numas.count(n) > 1})
     if twice:
-        problems.append(f"{path}: several <cpu> with numaid {', '.join(twice)} (host bridges)")
+        problems.append(f"several <cpu> with numaid {', '.join(twice)} (host bridges)")
     return NcclTopo(
         path=path,
         devices=b.devices,

@@ -301,3 +301,32 @@ def test_from_an_archive_over_the_size_bound_is_one_line(
     big.write_bytes(HGX.read_bytes() + bytes(2 << 20))
     assert main(["probe", "--from", str(big)]) == 2
     one_line_error(capsys, str(big), "larger than 1 MiB")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (None, "Is a directory;"),
+        (
+            "clusters: [\n",
+            "not valid YAML: expected the node content, but found '<stream end>' at ",
+        ),
+        ("just a string\n", "not a kubeconfig (TypeError: "),
+    ],
+    ids=["directory", "bad-yaml", "not-a-mapping"],
+)
+def test_a_bad_kubeconfig_is_one_line_naming_it_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, why: str
+) -> None:
+    # Issue 17 item 15: "(kubeconfig D): [Errno 21] Is a directory: 'D'"; bad YAML was an
+    # "internal error" over three lines.
+    build_host(tmp_path / "host")
+    kubeconfig = tmp_path / "kc"
+    if content is None:
+        kubeconfig.mkdir()
+    else:
+        kubeconfig.write_text(content)
+    args = ["run", "--node-name", "n", "--host-root", str(tmp_path / "host"), "--nvml", "none"]
+    assert main([*args, "--kubeconfig", str(kubeconfig)]) == 2
+    err = one_line_error(capsys, f"(kubeconfig {kubeconfig}): {why}")
+    assert err.count(str(kubeconfig)) == 1

@@ -115,3 +115,15 @@ def test_what_a_file_must_share_with_the_node() -> None:
     assert "this node's GPUs 0000:ff:00.0 are not in it" in mismatch(
         oke, [*gpus, "0000:ff:00.0"], second_ports, lambda bus: False
     )
+
+
+def test_the_condition_names_the_file_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DERIVED from ndv4-topo.xml: its second <cpu> relabelled numaid 0 (two host bridges).
+    topo = tmp_path / "ndv4-two-bridges.xml"
+    topo.write_text((REF / "ndv4-topo.xml").read_text().replace('numaid="1"', 'numaid="0"'))
+    pcie = condition(status_of(capsys, "--from", NDV4, "--nccl-topo", str(topo)), "PcieProbed")
+    assert pcie["status"] == "True"
+    assert "several <cpu> with numaid 0 (host bridges)" in pcie["message"]
+    assert pcie["message"].count(str(topo)) == 1  # was "(locality from ... FILE); FILE: ..."
