@@ -80,7 +80,22 @@ def host_reader(root: str, *, record: bool = False) -> HostReader:
     return reader
 
 
+def usable_topology(reader: HostReader, config: ProbeConfig) -> None:
+    """UsageError when the --nccl-topo file named on the command line cannot be read as one (a
+    typo there would otherwise only show as a condition in the output)."""
+    from agent.probes import nccl_topo
+    from common.cli import UsageError
+
+    if config.nccl_topo:
+        try:
+            nccl_topo.load(reader, config.nccl_topo, local=config.nccl_topo_local)
+        except nccl_topo.NcclTopoError as err:
+            raise UsageError(f"--nccl-topo {err}") from None
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from agent import gather
     from agent.nvml import NullNvml, SnapshotNvml
     from agent.output import render_as
@@ -92,13 +107,16 @@ def cmd_probe(args: argparse.Namespace) -> int:
         snap = gather.load(Path(args.snapshot))
         reader = snap.reader()
         backend: NvmlBackend = NullNvml() if args.nvml == "none" else SnapshotNvml(snap.nvml)
-        config = probe_config(args, snap.options)
+        # --nccl-topo with --from is a file of this machine, to try against the snapshot.
+        config = replace(probe_config(args, snap.options), nccl_topo_local=bool(args.nccl_topo))
         node = str(snap.meta.get("node") or args.node_name)
     else:
         reader = host_reader(args.host_root)
         backend = nvml_backend(args.nvml)
         config = probe_config(args)
         node = args.node_name
+    if args.nccl_topo:
+        usable_topology(reader, config)
     result = probe_node(reader, backend, config)
     sys.stdout.write(render_as(args.output, node, result))
     return 0
@@ -112,8 +130,9 @@ def cmd_gather(args: argparse.Namespace) -> int:
     from agent.probe import probe_node
 
     reader = host_reader(args.host_root, record=True)
-    nvml = snapshot_of(nvml_backend(args.nvml))
     config = probe_config(args)
+    usable_topology(reader, config)
+    nvml = snapshot_of(nvml_backend(args.nvml))
     result = probe_node(reader, SnapshotNvml(nvml), config)
     assert reader.recording is not None  # noqa: S101 - set by record=True above
     meta = {

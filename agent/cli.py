@@ -42,13 +42,19 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _port(text: str) -> int:
+METRICS_PORT = 9410  # not 9400: dcgm-exporter's port on the same host network
+
+
+def _metrics_port(text: str) -> int:
+    """A TCP port, or 0: no metrics endpoint."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid port {text!r}") from None
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError(
+            f"port {value} is outside 1-65535 (0: no metrics endpoint)"
+        )
     return value
 
 
@@ -176,10 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--metrics-port",
-        type=_port,
-        default=9400,
+        type=_metrics_port,
+        default=METRICS_PORT,
         metavar="PORT",
-        help="/metrics and /healthz port (default: 9400)",
+        help=f"/metrics and /healthz port; 0: no metrics endpoint (default: {METRICS_PORT})",
     )
     run.add_argument(
         "--kubeconfig",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from agent.hca_select import unmatched
 from agent.nvml import NvmlInventory
 from agent.results import Options, ProbeResults
 from common import api
@@ -80,26 +81,38 @@ def conditions(
             found += "; NVLink unknown"
         conds.append(_condition(api.COND_NVML, False, nvml.reason, nvml.message + found, opts))
 
-    pci = results.pci
+    pci, topo = results.pci, results.topo
     if pci.value is not None:
-        where = (
-            f" (locality from NCCL topology {results.topo.value.path})"
-            if results.topo.value
-            else ""
-        )
-        if results.topo.value is None and results.topo.reason not in ("", "NotConfigured"):
-            where = f" (NCCL topology file ignored: {results.topo.message})"
-        topo_problems = results.topo.value.problems if results.topo.value else ()
+        where = f" (locality from NCCL topology {topo.value.path})" if topo.value else ""
+        # A configured file that is unusable or another machine's is not a locality source: the
+        # distances come from sysfs, which on a VM hides them, so the condition is False.
+        refused = topo.value is None and topo.reason not in ("", "NotConfigured")
+        if refused:
+            where = f"; locality from sysfs, NCCL topology file refused: {topo.message}"
+        topo_problems = topo.value.problems if topo.value else ()
         probs = "; ".join([*topo_problems, *pci.value.problems][:5])
         msg = f"{len(pci.value.functions)} PCI functions of interest{where}"
         conds.append(
-            _condition(api.COND_PCIE, True, "Probed", msg + (f"; {probs}" if probs else ""), opts)
+            _condition(
+                api.COND_PCIE,
+                not refused,
+                topo.reason if refused else "Probed",
+                msg + (f"; {probs}" if probs else ""),
+                opts,
+            )
         )
     else:
         conds.append(_condition(api.COND_PCIE, False, pci.reason, pci.message, opts))
 
     rdma = results.rdma
-    if rdma.value is not None:
+    names = [h.name for h in hcas]
+    missed = unmatched(names, opts.hca_include, opts.hca_exclude)
+    if rdma.value is not None and missed:
+        have = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "none"
+        said = "; ".join(f"{flag} {pattern} matches no RDMA device" for flag, pattern in missed)
+        msg = f"{said} (devices: {have})"
+        conds.append(_condition(api.COND_RDMA, False, "HcaPatternUnmatched", msg, opts))
+    elif rdma.value is not None:
         probs = "; ".join(rdma.value.problems[:5])
         reason = "Probed" if hcas else "NoRdmaDevices"
         msg = f"{len(hcas)} RDMA devices" + (f"; {probs}" if probs else "")

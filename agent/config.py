@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.cli import FORMATS, build_parser, parse_duration
+from agent.cli import FORMATS, METRICS_PORT, build_parser, parse_duration
 
 __all__ = ["FORMATS", "RunConfig", "build_parser", "parse_duration"]
 
@@ -16,7 +16,7 @@ class RunConfig:
     nvml: str = "auto"
     resync_seconds: float = 300.0
     debounce_seconds: float = 2.0
-    metrics_port: int = 9400
+    metrics_port: int = METRICS_PORT  # 0: no metrics endpoint
     kubeconfig: str | None = None
     nccl_topo: str | None = None
     cufile_env_path: str | None = None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent import tarball
-from agent.host import HostReader, MemoryTree, Recording
+from agent.host import HostReader, MemoryTree, Recording, read_local
 
 if TYPE_CHECKING:
     import tarfile
@@ -114,7 +114,7 @@ def write(path: Path, recording: Recording, meta: dict[str, Any]) -> int:
 def load(path: Path) -> Snapshot:
     """Read a gather archive into memory; GatherError (one line, naming the file) if it is bad."""
     try:
-        blob = path.read_bytes()
+        blob = read_local(path, tarball.MAX_ARCHIVE)
     except OSError as err:
         raise GatherError(f"{path}: cannot read ({err.strerror or err})") from None
     files: dict[str, bytes] = {}

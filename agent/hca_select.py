@@ -50,6 +50,19 @@ def split_patterns(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
 
 
+def unmatched(
+    names: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> tuple[tuple[str, str], ...]:
+    """(flag, pattern) of the operator's patterns that name no HCA of this node: a typo there
+    silently turns every rail off (include) or leaves a front-end NIC in (exclude)."""
+    return tuple(
+        (flag, pattern)
+        for flag, patterns in (("--hca-include", include), ("--hca-exclude", exclude))
+        for pattern in patterns
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names)
+    )
+
+
 def _match(name: str, patterns: Sequence[str]) -> str | None:
     return next((p for p in patterns if fnmatch.fnmatchcase(name, p)), None)
 

@@ -118,6 +118,16 @@ class DiskTree:
             }
 
 
+def read_local(path: str | Path, limit: int) -> bytes:
+    """A file of this machine named on the command line (not a host path): followed links, then
+    a regular file only, never blocking (a FIFO, /dev/zero), at most `limit` bytes; else OSError
+    whose strerror says why."""
+    data = DiskTree(Path("/")).read(os.path.realpath(path), limit)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", str(path))
+    return data
+
+
 @dataclass
 class MemoryTree:
     """A host tree held in memory (a gather archive): files, symlinks, directories by host path."""

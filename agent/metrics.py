@@ -81,7 +81,11 @@ class Health:
         return time.monotonic() - self.last_cycle <= self.max_age
 
 
-def serve(port: int, metrics: AgentMetrics, health: Health) -> ThreadingHTTPServer:
+def serve(port: int, metrics: AgentMetrics, health: Health) -> ThreadingHTTPServer | None:
+    """Serve /metrics and /healthz on `port` in a thread; port 0 means no endpoint (None)."""
+    if port == 0:
+        return None
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.startswith("/metrics"):

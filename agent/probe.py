@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agent import assemble as asm
+from agent.hca_select import unmatched
 from agent.host import DiskTree, HostReader
 from agent.nvml import NvmlBackend, NvmlInventory, NvmlUnavailable
 from agent.probes import gds, nccl_topo, pci, rdma
 from agent.probes.pci import PCI_DEVICES
+from agent.topo_match import mismatch
 from common.model import NetworkPosition
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,7 @@ class ProbeConfig:
     cufile_env_path: str | None = None  # CUFILE_ENV_PATH_JSON as the node's workloads see it
     hca_exclude: tuple[str, ...] = ()
     hca_include: tuple[str, ...] = ()
+    nccl_topo_local: bool = False  # nccl_topo is a file of this machine, not under the host root
     network: NetworkPosition = field(default_factory=NetworkPosition)
 
 
@@ -79,18 +82,42 @@ def run_probes(reader: HostReader, nvml: NvmlBackend, config: ProbeConfig) -> as
     topo: asm.Outcome[nccl_topo.NcclTopo] = asm.Outcome(None, "NotConfigured")
     if config.nccl_topo:
         try:
-            topo = asm.Outcome(nccl_topo.load(reader, config.nccl_topo))
+            topo = asm.Outcome(
+                nccl_topo.load(reader, config.nccl_topo, local=config.nccl_topo_local)
+            )
         except nccl_topo.NcclTopoError as err:
             topo = asm.Outcome(None, "TopologyFileInvalid", str(err))
     wanted = set(topo.value.devices) if topo.value else None
+    pci_tree = _guard(reader, "pcie", lambda: pci.probe(reader, wanted))
+    nvml_inv = _nvml(nvml)
+    rdma_found = _guard(reader, "rdma", lambda: rdma.probe(reader))
     return asm.ProbeResults(
-        pci=_guard(reader, "pcie", lambda: pci.probe(reader, wanted)),
-        nvml=_nvml(nvml),
-        rdma=_guard(reader, "rdma", lambda: rdma.probe(reader)),
+        pci=pci_tree,
+        nvml=nvml_inv,
+        rdma=rdma_found,
         gds=_guard(reader, "gds", lambda: gds.probe(reader, config.cufile_env_path)),
-        topo=topo,
+        topo=_describes_node(reader, topo, pci_tree.value, rdma_found.value),
         network=config.network,
     )
+
+
+def _describes_node(
+    reader: HostReader,
+    topo: asm.Outcome[nccl_topo.NcclTopo],
+    tree: pci.PciTree | None,
+    hcas: rdma.RdmaProbe | None,
+) -> asm.Outcome[nccl_topo.NcclTopo]:
+    """The topology file, or refused when its devices are not this node's (sysfs then)."""
+    if topo.value is None or tree is None:
+        return topo  # nothing to check, or no sysfs to check against (PcieProbed says so)
+    nics = [h.pci_bus_id for h in hcas.hcas if h.pci_bus_id] if hcas is not None else []
+    problem = mismatch(
+        topo.value,
+        [f.bus_id for f in tree.gpus()],
+        nics,
+        lambda bus: reader.exists(f"{PCI_DEVICES}/{bus}"),
+    )
+    return asm.Outcome(None, "TopologyFileMismatch", problem) if problem else topo
 
 
 def utc_now() -> str:
@@ -114,4 +141,7 @@ def probe_node(
         ),
     )
     log.debug("probed", extra={"seconds": round(time.perf_counter() - started, 4)})
+    names = [h.name for h in out.status.hcas]
+    for flag, pattern in unmatched(names, config.hca_include, config.hca_exclude):
+        log.warning("hca pattern matches no rdma device", extra={"flag": flag, "pattern": pattern})
     return out

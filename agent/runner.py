@@ -280,6 +280,7 @@ async def run_forever(config: RunConfig, nvml: NvmlBackend) -> int:
         events, stop, resync=config.resync_seconds, debounce=config.debounce_seconds, health=health
     )
     node_stop.set()
-    server.shutdown()
+    if server is not None:
+        server.shutdown()
     log.info("agent stopped")
     return 0

@@ -7,7 +7,7 @@ import textwrap
 from agent.assemble import Assembled, Place
 from agent.topology import distance
 from common import api
-from common.model import Gpu, Hca
+from common.model import Gpu, Hca, Summary
 
 LEGEND = """Legend:
   X    = Self
@@ -110,9 +110,8 @@ def render(result: Assembled, width: int = 160) -> str:
     lines += [
         "",
         *textwrap.wrap(
-            f"Summary: {s.gpu_count} GPUs, {_islands(result, nvml_known)}, at most "
-            f"{s.numa_gpus_max} GPUs per NUMA "
-            f"node, RDMA {'yes' if s.rdma else 'no'} ({s.rdma_ports} usable ports), cuFile "
+            f"Summary: {s.gpu_count} GPUs, {_islands(result, nvml_known)}{_numa(s)}, "
+            f"RDMA {'yes' if s.rdma else 'no'} ({s.rdma_ports} usable ports), cuFile "
             f"{s.cufile}, fabric {s.fabric_health}",
             width,
             subsequent_indent="  ",
@@ -132,7 +131,16 @@ def _islands(result: Assembled, nvml_known: bool) -> str:
     s = result.status.summary
     if not nvml_known and not any(g.nvlink for g in result.status.gpus) and s.gpu_count:
         return "NVLink unknown (no NVML)"
+    if s.nvlink_island_size == 0:
+        return "no NVLink"
     return f"largest NVLink island {s.nvlink_island_size} GPUs at {s.nvlink_bandwidth_gbps} GB/s per GPU"
+
+
+def _numa(s: Summary) -> str:
+    # 0 with GPUs present means a GPU's NUMA node is unknown (a VM's -1): not "at most 0".
+    if s.numa_gpus_max:
+        return f", at most {s.numa_gpus_max} GPUs per NUMA node"
+    return ", GPUs per NUMA node unknown" if s.gpu_count else ""
 
 
 def _label(place: Place, hcas: dict[str, Hca]) -> str:
@@ -143,7 +151,12 @@ def _label(place: Place, hcas: dict[str, Hca]) -> str:
 def _selection(hca: Hca, usable: tuple[str, ...]) -> str:
     if not hca.compute_fabric:
         return f"not compute fabric: {hca.selection}"
-    now = "usable for GPUDirect RDMA" if hca.name in usable else "not usable now"
+    if hca.name in usable:
+        now = "usable for GPUDirect RDMA"
+    elif not any(p.state == "ACTIVE" for p in hca.ports):
+        now = "not usable now (no port ACTIVE)"
+    else:  # the port is up: what is missing is the node's GPUDirect RDMA
+        now = "ACTIVE but no GPUDirect RDMA on this node (neither nvidia_peermem nor dma-buf)"
     return f"compute fabric, {now}: {hca.selection}"
 
 

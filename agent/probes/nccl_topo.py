@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent.host import HostReader
+from agent.host import MAX_READ, HostReader, read_local
 from agent.topology import Locality
 
 if TYPE_CHECKING:
@@ -56,7 +56,9 @@ class NcclTopo:
     bridges: frozenset[str] = frozenset()
     cpus: tuple[TopoCpu, ...] = ()
     gpus: dict[str, TopoGpu] = field(default_factory=dict)  # only GPUs with a <gpu> element
-    problems: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # for the PcieProbed message, which names the file already
+    endpoints: frozenset[str] = frozenset()  # bus ids of devices that are not bridges
+    gpu_ids: frozenset[str] = frozenset()  # of those, the GPUs (display class or <gpu>)
 
     def lookup(self, bus_id: str, nic: bool = False) -> Locality | None:
         """The file's place for a device: exact bus id, or for a NIC NCCL's merged form."""
@@ -127,6 +129,8 @@ class _Builder:
         self.devices: dict[str, Locality] = {}
         self.bridges: set[str] = set()
         self.gpus: dict[str, TopoGpu] = {}
+        self.endpoints: set[str] = set()
+        self.gpu_ids: set[str] = set()
         self.problems: list[str] = []
         self.repeated: set[str] = set()
 
@@ -158,6 +162,10 @@ class _Builder:
             gpu = child.find("gpu")
             if gpu is not None and first:
                 self.gpus[busid] = _gpu(gpu)
+            if first:
+                self.endpoints.add(busid)
+                if gpu is not None or (klass is not None and klass >> 16 == 0x03):
+                    self.gpu_ids.add(busid)
             self.walk(child, cpu, switches)
 
 
@@ -192,7 +200,7 @@ def parse(
     chosen = next(iter(hosts.values()), [])
     if len(hosts) > 1:
         chosen, note = _pick_host(hosts, present)
-        problems.append(f"{path}: {len(hosts)} hosts in one file; {note}")
+        problems.append(f"{len(hosts)} hosts in one file; {note}")
     b = _Builder(path)
     topo_cpus: list[TopoCpu] = []
     for i, cpu in enumerate(chosen):
@@ -206,11 +214,11 @@ def parse(
     if not b.devices:
         raise NcclTopoError(f"{path}: no PCI devices under any <cpu>")
     if b.repeated:
-        problems.append(f"{path}: bus ids repeated, first kept: {', '.join(sorted(b.repeated))}")
+        problems.append(f"bus ids repeated, first kept: {', '.join(sorted(b.repeated))}")
     numas = [c.get("numaid") for c in chosen]
     twice = sorted({n for n in numas if n is not None and numas.count(n) > 1})
     if twice:
-        problems.append(f"{path}: several <cpu> with numaid {', '.join(twice)} (host bridges)")
+        problems.append(f"several <cpu> with numaid {', '.join(twice)} (host bridges)")
     return NcclTopo(
         path=path,
         devices=b.devices,
@@ -218,6 +226,8 @@ def parse(
         cpus=tuple(topo_cpus),
         gpus=b.gpus,
         problems=tuple(problems),
+        endpoints=frozenset(b.endpoints),
+        gpu_ids=frozenset(b.gpu_ids),
     )
 
 
@@ -239,8 +249,24 @@ def _pick_host(
     return hosts[winners[0]], f"using host_hash {name}, whose devices this node has"
 
 
-def load(reader: HostReader, host_path: str) -> NcclTopo:
-    text = reader.read(host_path)
-    if text is None:
-        raise NcclTopoError(f"{host_path}: not found or unreadable")
-    return parse(text, host_path, lambda bus: reader.exists(f"/sys/bus/pci/devices/{bus}"))
+def load(reader: HostReader, path: str, *, local: bool = False) -> NcclTopo:
+    """The file at host path `path`, or with `local` at `path` on this machine (`probe --from`
+    tried against a file that is not in the snapshot); NcclTopoError says why it cannot be used."""
+    if local:
+        try:
+            data = read_local(path, MAX_READ)
+        except OSError as err:
+            raise NcclTopoError(f"{path}: {err.strerror or err}") from None
+    else:
+        mark = len(reader.issues)
+        found = reader.read_bytes(path)
+        if found is None:  # the reader noted why, unless the file is simply not there
+            raise NcclTopoError(
+                reader.issues[mark] if reader.issues[mark:] else f"{path}: no such file"
+            )
+        data = found
+
+    def present(bus: str) -> bool:
+        return reader.exists(f"/sys/bus/pci/devices/{bus}")
+
+    return parse(data.decode("utf-8", errors="replace"), path, present)

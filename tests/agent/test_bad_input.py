@@ -132,7 +132,9 @@ def test_broken_nccl_topo_is_a_condition_not_a_crash(tmp_path: Path) -> None:
     b.file("/opt/topo.xml", "<system><cpu numaid='x'>")
     status = probe_node(HostReader(tmp_path), NullNvml(), ProbeConfig(nccl_topo="/opt/topo.xml"))
     pcie = next(c for c in status.status.conditions if c.type == "PcieProbed")
-    assert pcie.status == "True" and "ignored" in pcie.message
+    # Issue 17 item 4: it was True ("ignored"), while the locality came from a VM's sysfs.
+    assert (pcie.status, pcie.reason) == ("False", "TopologyFileInvalid")
+    assert "NCCL topology file refused: /opt/topo.xml: not valid XML" in pcie.message
     with pytest.raises(nccl_topo.NcclTopoError):
         nccl_topo.parse("<system/>")
 

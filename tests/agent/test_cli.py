@@ -8,7 +8,10 @@ import gzip
 import io
 import json
 import logging
+import os
+import resource
 import socket
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -235,3 +238,95 @@ def test_log_level_is_accepted_after_the_subcommand(capsys: pytest.CaptureFixtur
     assert logging.getLogger().level == logging.WARNING
     capsys.readouterr()
     logging.getLogger().setLevel(logging.WARNING)
+
+
+def test_metrics_port_is_not_dcgm_exporters_and_0_means_no_endpoint() -> None:
+    # Issue 17 item 9: 9400 is dcgm-exporter's port on the same host network.
+    from agent.metrics import AgentMetrics, Health, serve
+
+    parser = build_parser()
+    assert parser.parse_args(["run"]).metrics_port == 9410
+    assert parser.parse_args(["run", "--metrics-port", "0"]).metrics_port == 0
+    assert serve(0, AgentMetrics(), Health(60.0)) is None  # not a random port
+
+
+def test_agent_manifest_uses_the_agents_metrics_port() -> None:
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "daemonset" / "base" / "agent" / "daemonset.yaml"
+    pod = yaml.safe_load(path.read_text())["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert "--metrics-port=9410" in container["args"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9410}]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9410"
+
+
+def _bounded_main(*args: str) -> subprocess.CompletedProcess[str]:
+    """The agent in a child that cannot block this run or eat its memory (what the old code did
+    with a FIFO and /dev/zero as --from)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_from_something_not_a_file_is_one_line(tmp_path: Path, kind: str) -> None:
+    # Issue 17 item 13: /dev/zero read until MemoryError, a FIFO blocked forever.
+    path = {"dev-zero": Path("/dev/zero"), "fifo": tmp_path / "fifo", "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    proc = _bounded_main("probe", "--from", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    why = "is a directory" if kind == "directory" else "not a regular file"
+    assert proc.stderr == f"gpufabric-agent: {path}: cannot read ({why})\n"
+
+
+def test_from_an_archive_over_the_size_bound_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent import tarball
+
+    monkeypatch.setattr(tarball, "MAX_ARCHIVE", 1 << 20)
+    big = tmp_path / "big.tar.gz"
+    big.write_bytes(HGX.read_bytes() + bytes(2 << 20))
+    assert main(["probe", "--from", str(big)]) == 2
+    one_line_error(capsys, str(big), "larger than 1 MiB")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (None, "Is a directory;"),
+        (
+            "clusters: [\n",
+            "not valid YAML: expected the node content, but found '<stream end>' at ",
+        ),
+        ("just a string\n", "not a kubeconfig (TypeError: "),
+    ],
+    ids=["directory", "bad-yaml", "not-a-mapping"],
+)
+def test_a_bad_kubeconfig_is_one_line_naming_it_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, why: str
+) -> None:
+    # Issue 17 item 15: "(kubeconfig D): [Errno 21] Is a directory: 'D'"; bad YAML was an
+    # "internal error" over three lines.
+    build_host(tmp_path / "host")
+    kubeconfig = tmp_path / "kc"
+    if content is None:
+        kubeconfig.mkdir()
+    else:
+        kubeconfig.write_text(content)
+    args = ["run", "--node-name", "n", "--host-root", str(tmp_path / "host"), "--nvml", "none"]
+    assert main([*args, "--kubeconfig", str(kubeconfig)]) == 2
+    err = one_line_error(capsys, f"(kubeconfig {kubeconfig}): {why}")
+    assert err.count(str(kubeconfig)) == 1

@@ -3,6 +3,7 @@ the dumps named in each fixture's provenance; the rule's edge cases reuse those 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -156,3 +157,26 @@ def test_cli_overrides_change_the_labels(capsys: pytest.CaptureFixture[str]) -> 
     assert "gpufabric.io/rdma-ports=1\n" in capsys.readouterr().out
     assert cli.main(["probe", "--from", archive, "-o", "table", "--hca-exclude", "mlx5_0"]) == 0
     assert "not compute fabric: excluded by --hca-exclude mlx5_0" in capsys.readouterr().out
+
+
+def test_patterns_that_match_nothing_are_said(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 17 item 5: a typo in --hca-include left rdma=false with every condition True, exit 0.
+    archive = str(FIXTURES / "hgx-h100.tar.gz")
+    args = ["probe", "--from", archive, "-o", "json", "--hca-include", "mlx5-*"]
+    assert cli.main([*args, "--hca-exclude", "mlx5_1,eth*"]) == 0
+    out, err = capsys.readouterr()
+    rdma = next(c for c in json.loads(out)["status"]["conditions"] if c["type"] == "RdmaProbed")
+    assert (rdma["status"], rdma["reason"]) == ("False", "HcaPatternUnmatched")
+    assert rdma["message"].startswith(
+        "--hca-include mlx5-* matches no RDMA device; --hca-exclude eth* matches no RDMA device "
+        "(devices: mlx5_0, mlx5_1,"
+    )
+    warnings = [line for line in err.splitlines() if "WARNING" in line]
+    assert len(warnings) == 2
+    assert "flag=--hca-include pattern=mlx5-*" in warnings[0]
+    assert "flag=--hca-exclude pattern=eth*" in warnings[1]
+    # Patterns that each name an HCA leave the condition as it was.
+    assert cli.main([*args[:-1], "mlx5_[0-9]", "--hca-exclude", "mlx5_1"]) == 0
+    out, err = capsys.readouterr()
+    conds = {c["type"]: c for c in json.loads(out)["status"]["conditions"]}
+    assert conds["RdmaProbed"]["status"] == "True" and "WARNING" not in err

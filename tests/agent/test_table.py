@@ -4,7 +4,9 @@ are not compute fabric, says when NVLink is unknown."""
 from __future__ import annotations
 
 from agent.assemble import Assembled
+from agent.gather import Snapshot
 from agent.table import render
+from tests.conftest import probe_snapshot
 
 
 def test_table_fits_160_columns_and_marks_front_end_nics(probed: dict[str, Assembled]) -> None:
@@ -29,3 +31,31 @@ def test_table_says_nvlink_unknown_without_nvml(probed: dict[str, Assembled]) ->
     # esc8000a: NVML works and the RTX 6000 Ada has no NVLink: PCIe distances stay.
     esc = render(probed["esc8000a-pcie"])
     assert next(x for x in esc.splitlines() if x.startswith("GPU0 ")).split()[2] == "NODE"
+
+
+def test_summary_says_none_and_unknown_instead_of_zero(
+    probed: dict[str, Assembled], snapshots: dict[str, Snapshot]
+) -> None:
+    # Issue 17 item 15: "largest NVLink island 0 GPUs at 0 GB/s", "at most 0 GPUs per NUMA node".
+    esc = summary_line(render(probed["esc8000a-pcie"]))  # NVML works; RTX 6000 Ada has no NVLink
+    assert "no NVLink, at most 2 GPUs per NUMA node" in esc and "island" not in esc
+    # azure-ndv4 without its topology file: Hyper-V hides every GPU's NUMA node (-1).
+    vm = summary_line(render(probe_snapshot(snapshots["azure-ndv4"], use_topo=False)))
+    assert "GPUs per NUMA node unknown" in vm and "at most 0" not in vm
+    cpu = summary_line(render(probed["cpu-only"]))
+    assert cpu.startswith("Summary: 0 GPUs, no NVLink, RDMA no") and "NUMA" not in cpu
+
+
+def test_an_active_rail_without_gpudirect_rdma_says_so(probed: dict[str, Assembled]) -> None:
+    # cpu-only: an ACTIVE InfiniBand port, no nvidia_peermem and no dma-buf on the node. It was
+    # "not usable now", as if the port were down.
+    text = render(probed["cpu-only"])
+    assert "compute fabric, ACTIVE but no GPUDirect RDMA on this node" in text
+    assert "not usable now" not in text
+    # hgx-roce-degraded: rails whose ports are down are the ones "not usable now".
+    roce = render(probed["hgx-roce-degraded"])
+    assert roce.count("compute fabric, not usable now (no port ACTIVE)") == 2
+
+
+def summary_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("Summary:"))
