@@ -119,3 +119,14 @@ def test_the_images_build_for_arm64_too() -> None:
     # Nothing in the manifests keeps arm64 nodes away from the agent.
     ds = find(render(), "DaemonSet", "gpufabric-agent")["spec"]["template"]["spec"]
     assert "kubernetes.io/arch" not in str(ds.get("nodeSelector", {})) + str(ds.get("affinity", {}))
+
+
+def test_the_licence_pyproject_names_is_shipped() -> None:
+    import hashlib
+
+    assert (
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
+    )
+    text = (ROOT / "LICENSE").read_bytes()
+    # The text as apache.org publishes it (LICENSE-2.0.txt), byte for byte.
+    assert hashlib.md5(text).hexdigest() == "3b83ef96387f14655fc854ddc3c6bd57"  # noqa: S324
