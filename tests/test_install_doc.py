@@ -140,9 +140,18 @@ def test_verify_commands_name_objects_and_flags_that_exist() -> None:
     for kind, short in (("Job", "job"), ("Deployment", "deploy"), ("DaemonSet", "ds")):
         for name in re.findall(rf"\b{short}/([\w-]+)", verify):
             assert find(base, kind, name)["metadata"]["namespace"] == "gpufabric-system"
+    # The bootstrap Job is named per release: the doc waits for it by label.
+    selector = re.search(r"\bjob -l (\S+)=(\S+)", verify)
+    assert selector, "the verify step waits for the bootstrap Job"
+    (job,) = [d for d in base if d["kind"] == "Job"]
+    assert job["metadata"]["labels"][selector.group(1)] == selector.group(2)
+    # Every namespace a sample lives in is created before the sample is sent.
+    for m in re.finditer(r"-f (samples/\S+)", verify):
+        namespace = yaml.safe_load((ROOT / m.group(1)).read_text())["metadata"]["namespace"]
+        assert f"kubectl create namespace {namespace} " in verify[: m.start()], namespace
     shown = re.search(r"get nodes -L (\S+)", verify)
     assert shown and set(shown.group(1).split(",")) <= set(api.ALL_LABELS)
-    assert (ROOT / re.search(r"-f (\S+)", verify).group(1)).is_file()  # type: ignore[union-attr]
+    assert (ROOT / re.search(r"-f (\w\S+)", verify).group(1)).is_file()  # type: ignore[union-attr]
     assert find(render("cert-manager"), "Certificate", "gpufabric-webhook")
     inside = block("NODE=")
     ds = find(base, "DaemonSet", "gpufabric-agent")
@@ -172,37 +181,80 @@ def test_install_doc_names_only_components_that_exist() -> None:
     assert "overlays" not in DOC
 
 
+def nvml_variants() -> list[list[dict[str, Any]]]:
+    """The section's patches as a user combines them: without NVML; privileged with the host's
+    NVML; that plus the driver container's root."""
+    section = DOC[DOC.index("### NVML without") : DOC.index("### VMs")]
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+    assert len(blocks) == 3
+    driver = [*blocks[1], *blocks[2]]
+    preload = "/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+    assert preload in section
+    driver = [
+        {**op, "value": {"name": "LD_PRELOAD", "value": preload}}
+        if op["path"].endswith("/env/-")
+        else op
+        for op in driver
+    ]
+    return [blocks[0], blocks[1], driver]
+
+
 def test_the_nvml_patches_apply_and_still_write_nothing_on_the_host(tmp_path: Path) -> None:
     from tests.test_host_mounts import MUST_EXIST
 
-    section = DOC[DOC.index("### NVML without") : DOC.index("### VMs")]
-    ops = [op for b in re.findall(r"```yaml\n(.*?)```", section, re.S) for op in yaml.safe_load(b)]
     shutil.copytree(ROOT / "daemonset", tmp_path / "daemonset")
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "resources": ["../daemonset/base"],
-                "patches": [
-                    {
-                        "target": {"kind": "DaemonSet", "name": "gpufabric-agent"},
-                        "patch": yaml.safe_dump(ops),
-                    }
-                ],
-            }
+    for i, ops in enumerate(nvml_variants()):
+        mine = tmp_path / f"mine{i}"
+        mine.mkdir()
+        (mine / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "resources": ["../daemonset/base"],
+                    "patches": [
+                        {
+                            "target": {"kind": "DaemonSet", "name": "gpufabric-agent"},
+                            "patch": yaml.safe_dump(ops),
+                        }
+                    ],
+                }
+            )
         )
-    )
-    ds = find(kustomize(tmp_path / "mine"), "DaemonSet", "gpufabric-agent")
-    kubernetes_validate.validate(ds, K8S_VERSION, strict=True)
-    pod = ds["spec"]["template"]["spec"]
-    assert "runtimeClassName" not in pod
-    host = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
+        ds = find(kustomize(mine), "DaemonSet", "gpufabric-agent")
+        kubernetes_validate.validate(ds, K8S_VERSION, strict=True)
+        pod = ds["spec"]["template"]["spec"]
+        agent = pod["containers"][0]
+        assert "runtimeClassName" not in pod
+        host = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
+        # A device node as a hostPath opens nowhere but in a privileged container: none is offered.
+        assert all(h["type"] in MUST_EXIST - {"CharDevice"} for h in host.values())
+        mounts = {m["mountPath"]: m for m in agent["volumeMounts"]}
+        for m in mounts.values():
+            if m["name"] in host:
+                assert m["readOnly"] is True and m["recursiveReadOnly"] == "IfPossible", m
+        env = {e["name"]: e.get("value") for e in agent["env"]}
+        assert "LD_LIBRARY_PATH" not in env  # would load the host's libc into the image's Python
+        sc = agent["securityContext"]
+        if i == 0:
+            assert "LD_PRELOAD" not in env and "privileged" not in sc
+            continue
+        # The API refuses privileged with allowPrivilegeEscalation false (the schema cannot say so).
+        assert sc["privileged"] is True and sc["allowPrivilegeEscalation"] is True
+        preload = Path(env["LD_PRELOAD"])
+        assert preload.name == "libnvidia-ml.so.1"
+        assert any(preload.is_relative_to(m) and mounts[m]["readOnly"] for m in mounts), preload
     assert host["driver"] == {"path": "/run/nvidia/driver", "type": "Directory"}
-    assert all(h["type"] in MUST_EXIST for h in host.values())
-    for m in pod["containers"][0]["volumeMounts"]:
-        if m["name"] in host:
-            assert m["readOnly"] is True and m["recursiveReadOnly"] == "IfPossible", m
-    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
-    assert env["LD_LIBRARY_PATH"] == "/host/usr/lib/x86_64-linux-gnu"
-    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
-    assert "/host/usr" in mounts  # where a host-installed driver's libraries are seen
+
+
+def test_what_the_install_doc_creates_in_the_checkout_is_ignored_by_git() -> None:
+    import fnmatch
+
+    ignored = [
+        line.rstrip("/")
+        for line in (ROOT / ".gitignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    made = set(re.findall(r"mkdir -p (\S+)", DOC)) | set(re.findall(r"> ([\w.-]+\.yaml)\b", DOC))
+    assert {"my-gpufabric", "my-gpufabric.yaml"} <= made
+    for path in made:
+        top = path.split("/")[0]
+        assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), path

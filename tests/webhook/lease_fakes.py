@@ -1,5 +1,5 @@
 """A fake Lease endpoint that answers like kube-apiserver 1.36 did in the captured exchanges
-(../shared/reference/k8s-wire/leases/01..06), a fake clock, and a flaky network in between.
+(tests/fixtures/k8s-wire/leases/01..06), a fake clock, and a flaky network in between.
 
 Server rules taken from the capture: GET of a missing Lease is 404; POST of an existing one 409
 AlreadyExists; PUT with a stale resourceVersion 409 Conflict; every write bumps the

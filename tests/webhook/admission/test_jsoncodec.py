@@ -39,18 +39,30 @@ SETTINGS = Settings(cufile_policy=POLICY, inject_nccl_tuning=True)
 
 def same(a: Any, b: Any) -> bool:
     """Equal and of the same types all the way down (1 == 1.0 == True in Python), in key order;
-    NaN equals NaN and -0.0 differs from 0.0."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or (
-            a == b and math.copysign(1, a) == math.copysign(1, b)
-        )
-    return bool(a == b)
+    NaN equals NaN and -0.0 differs from 0.0. Walks with its own stack: from Python 3.12 json.loads
+    returns values nested deeper than the interpreter's recursion limit (5000 levels below)."""
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            pending.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, list):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b, strict=True))
+        elif isinstance(a, float):
+            if not (
+                (math.isnan(a) and math.isnan(b))
+                or (a == b and math.copysign(1, a) == math.copysign(1, b))
+            ):
+                return False
+        elif a != b:
+            return False
+    return True
 
 
 def outcome(fn: Any, arg: Any) -> tuple[Any, ...]:
@@ -145,6 +157,16 @@ AGREE = [  # both agree here; kept so a change in either shows up
     b" \t\n\r[ 1 , { } ] \r\n",
     nested(100, "{"),
 ]
+
+
+def test_the_oracle_tells_types_order_and_signs_apart_at_any_depth() -> None:
+    one: Any = 1
+    other: Any = 1
+    for _ in range(5000):  # deeper than the recursion limit, as json.loads gives from 3.12
+        one, other = [one], [other]
+    assert same(one, other) and same(math.nan, math.nan)
+    assert not same([1], [1.0]) and not same([True], [1]) and not same(-0.0, 0.0)
+    assert not same({"a": 1, "b": 2}, {"b": 2, "a": 1}) and not same([[1]], [[1, 2]])
 
 
 @pytest.mark.parametrize("body", BIG + ACCEPTED_ONLY_BY_JSON + REFUSED_BY_JSON + AGREE)

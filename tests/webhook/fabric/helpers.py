@@ -6,31 +6,30 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tests.reference import FIXTURES, shared
 from webhook.fabric import ibnet
 
-# Byte-for-byte copies of shared/reference/fabric (see its PROVENANCE.md) under a licence that fits
-# this repository; the GPL-licensed ones (NOT_COPIED) are read from ../shared/reference/fabric,
-# which CI and every developer checkout have beside the clone.
-REF = Path(__file__).resolve().parents[2] / "fixtures" / "fabric"
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "reference" / "fabric"
-NOT_COPIED = frozenset(
-    {
-        "ibnetdiscover/synthetic-k4-n3-fattree-3tier.topo",  # GPL-3.0
-        "slurm/slurm-topology.conf.5-examples.conf",  # GPL-2.0+
-        "slurm/slurm-topology.yaml.5-example.yaml",  # GPL-2.0+
-        "slurm/slurm-topology-guide-examples.txt",  # GPL-2.0+
-    }
-)
+# Byte-for-byte copies of shared/reference/fabric (see tests/fixtures/fabric/PROVENANCE.md) under a
+# licence that fits this repository. The others (NOT_COPIED: GPL, or no licence at all) are read
+# from ../shared/reference/fabric, which CI has beside the clone; without it their tests skip.
+REF = FIXTURES / "fabric"
+NOT_COPIED = {
+    "ibnetdiscover/synthetic-k4-n3-fattree-3tier.topo": (
+        "GPL-3.0, cyberang3l/InfiniBand-Graphviz-ualization k-4-n-3-Full.topo"
+    ),
+    "slurm/slurm-topology.conf.5-examples.conf": "GPL-2.0+, SchedMD/slurm doc/man/man5/topology.conf.5",
+    "slurm/slurm-topology.yaml.5-example.yaml": "GPL-2.0+, SchedMD/slurm doc/man/man5/topology.yaml.5",
+    "slurm/slurm-topology-guide-examples.txt": "GPL-2.0+, SchedMD/slurm doc/html/topology.shtml",
+    "slurm/circe-leaves-only-topology.conf": (
+        "no licence published, tonystarkiss/slurm-superpod topology.conf"
+    ),
+}
 
 
 def ref_path(path: str) -> Path:
-    if path not in NOT_COPIED:
-        return REF / path
-    if not (SHARED / path).is_file():
-        raise FileNotFoundError(
-            f"{path} is read from {SHARED} (GPL, not copied): check it out there"
-        )
-    return SHARED / path
+    if path in NOT_COPIED:
+        return shared(f"fabric/{path}", NOT_COPIED[path])
+    return REF / path
 
 
 def ref(path: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.webhook.fabric.helpers import REF, hca, status
+from tests.webhook.fabric.helpers import REF, hca, ref_path, status
 from webhook.__main__ import main
 
 
@@ -17,7 +17,7 @@ def test_labels_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
             [
                 "topology",
                 "--source",
-                str(REF / "slurm/circe-leaves-only-topology.conf"),
+                str(ref_path("slurm/circe-leaves-only-topology.conf")),
                 "-o",
                 "labels",
             ]

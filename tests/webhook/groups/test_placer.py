@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests import reference
 from tests.webhook.groups.fabric import fabric, gpu_pod, node
 from tests.webhook.groups.fake_api import FakeApi, gated_update_problems
 from webhook.groups.names import GATE
@@ -253,17 +254,13 @@ def test_slim_copies_decide_like_the_full_objects() -> None:
     # A pod exactly as the real Job controller created it (reference/k8s-wire/admission/
     # pod-job-generatename.json, kube-controller-manager v1.36.2), named and grouped.
     import json
-    from pathlib import Path
 
     from webhook.groups.placer import pod_record
     from webhook.groups.slim import slim_node, slim_pod
 
-    wire = Path(__file__).resolve().parents[3] / "shared" / "reference" / "k8s-wire" / "admission"
-    if not wire.exists():
-        wire = Path("/work/shared/reference/k8s-wire/admission")
-    pod = json.loads((wire / "pod-job-generatename.json").read_text())["received"]["body"][
-        "request"
-    ]["object"]
+    pod = json.loads((reference.WIRE / "admission" / "pod-job-generatename.json").read_text())[
+        "received"
+    ]["body"]["request"]["object"]
     pod["metadata"] |= {"name": "nccl-test-abcde", "uid": "u1"}
     pod["metadata"]["annotations"] |= {"gpufabric.io/group": "nccl", "gpufabric.io/group-size": "2"}
     pod["metadata"]["labels"]["gpufabric.io/group"] = "nccl"

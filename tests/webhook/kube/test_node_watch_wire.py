@@ -1,7 +1,7 @@
 """The Node metadata list/watch (webhook), the placer's pod watch and the agent's own-Node watch, through the real
 kubernetes client over loopback HTTP: the PartialObjectMetadata Accept headers, paging, a
 chunked watch stream with a BOOKMARK, and an expired watch (HTTP 200 + ERROR 410, as captured in
-../shared/reference/k8s-wire/watch/watch-410-too-old-rv.jsonl)."""
+tests/fixtures/k8s-wire/watch/watch-410-too-old-rv.jsonl)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -17,13 +16,14 @@ import pytest
 from kubernetes import client
 
 from agent.kube import watch_node
+from tests import reference
 from tests.fakes.http import reply, start
 from webhook.groups.kube import _LIVE, core_list_watch
 from webhook.groups.slim import slim_pod
 from webhook.kube.client import node_list_watch
 from webhook.kube.watch import Gone
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "k8s-wire" / "watch"
+WIRE = reference.WIRE / "watch"
 
 
 def meta(name: str, uid: str, rv: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tests import reference
 from tests.webhook.helpers import golden_statuses
 from tests.webhook.node_fakes import NodeServer
 from webhook.kube.watch import Gone, ListWatch
@@ -187,10 +188,10 @@ def test_work_converges_on_start_and_writes_nothing_after_it_returns() -> None:
 
 def test_owned_labels_reads_the_captured_managed_fields() -> None:
     import json
-    from pathlib import Path
 
-    wire = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "k8s-wire"
-    body = json.loads((wire / "nodes" / "01-label-apply.json").read_text())["response"]["body"]
+    body = json.loads((reference.WIRE / "nodes" / "01-label-apply.json").read_text())["response"][
+        "body"
+    ]
     owned = owned_labels(body["metadata"])
     assert "kubernetes.io/hostname" not in owned
     assert owned["gpufabric.io/rdma-ports"] == "7" and len(owned) == 9

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import reference
 from tests.webhook.election_sim import Cluster
 from tests.webhook.lease_fakes import NAMESPACE, LeaseServer
 from webhook.leader import Lease, LeaseError, Timing, micro_time
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "k8s-wire" / "leases"
+WIRE = reference.WIRE / "leases"
 
 
 def exchange(name: str) -> dict:  # type: ignore[type-arg]

@@ -1,5 +1,5 @@
 """KubeLeaseApi over loopback HTTP against the captured kube-apiserver answers
-(../shared/reference/k8s-wire/leases/01-05): what it sends, and how it reads 404/201/200/409."""
+(tests/fixtures/k8s-wire/leases/01-05): what it sends, and how it reads 404/201/200/409."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from tests import reference
 from tests.fakes.http import reply, start
 from webhook.leader import Conflict, Lease, LeaseError
 from webhook.leader.kube import KubeLeaseApi
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "k8s-wire" / "leases"
+WIRE = reference.WIRE / "leases"
 CAPTURED = [
     json.loads((WIRE / f).read_text())
     for f in (
