@@ -1,0 +1,144 @@
+"""From a group decision to each member's seat: rank, node, and the lowest domain that holds it.
+
+The glue between choose.decide (which domain, which nodes) and ranks (which member where): new
+groups are seated in fabric order; replacements in a placed group go back to the lowest domain
+their rank belongs to when it has room, else decide places them by the group's locality rule and
+the seat says why it moved. Pure over a CapacityView, like choose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from webhook.groups.capacity import CapacityView, fabric_order
+from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide, pack
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.ranks import Lowest, Slot, homes, lowest, seat
+from webhook.kube.nodeselector import required_terms
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    member: str
+    rank: int
+    level: Level | None  # the group's level and domain, as choose.Assignment
+    domain: str
+    node: str  # where the GPUs are promised
+    hold: Lowest | None  # the member's own lowest domain (None: no network labels)
+    moved: str = ""  # recovery: why the member is not back in its rank's lowest domain
+
+
+def _shape(m: Member) -> tuple[str, int]:
+    return (m.selector.signature, m.gpus)
+
+
+def node_order(view: CapacityView, nodes: Sequence[str]) -> dict[str, Any]:
+    """Sort key per node: its lowest domain's place in fabric order (the domain's first node
+    top-down: spine, quad, pair, leaf...), then the node's own place."""
+    top = list(reversed(LEVELS))
+
+    def down(n: str) -> tuple[int, ...]:
+        where = dict(zip(LEVELS, view.where(n), strict=False))
+        return tuple(view.order(lv).get(d, -1) if (d := where.get(lv)) else -1 for lv in top)
+
+    keys = {n: down(n) for n in nodes}
+    lows = {n: lowest(view.where(n)) for n in nodes}
+    first: dict[Lowest | None, tuple[int, ...]] = {}
+    for n in nodes:
+        low = lows[n]
+        first[low] = min(first.get(low, keys[n]), keys[n])
+    return {n: (first[lows[n]], lows[n] or ("", ""), fabric_order(n)) for n in nodes}
+
+
+def seat_new(
+    view: CapacityView, placed: Placed, members: Sequence[Member], fixed: Mapping[str, int]
+) -> tuple[Seat, ...]:
+    """Every member of a newly placed group in its seat, ranks 0..size-1 in fabric order."""
+    shapes = {m.key: _shape(m) for m in members}
+    slots = [Slot(a.member, shapes[a.member], a.node) for a in placed.assignments]
+    seats = seat(slots, node_order(view, [s.node for s in slots]), fixed)
+    by_member = {a.member: a for a in placed.assignments}
+    out = []
+    for m, (rank, slot) in sorted(seats.items(), key=lambda kv: kv[1][0]):
+        a = by_member[slot]
+        out.append(Seat(m, rank, a.level, a.domain, a.node, lowest(view.where(a.node))))
+    return tuple(out)
+
+
+def held_lowest(body: Mapping[str, Any], node: str, view: CapacityView) -> Lowest | None:
+    """A placed member's lowest domain: its node's when bound, else the lowest level the placer
+    held it to (an `In` expression on a level label in its required node affinity)."""
+    if node:
+        return lowest(view.where(node))
+    found: dict[Level, str] = {}
+    keys = {level_key(lv): lv for lv in LEVELS}
+    for term in required_terms(body) or ():
+        for expr in (term or {}).get("matchExpressions") or ():
+            level = keys.get(str((expr or {}).get("key")))
+            values = (expr or {}).get("values") or []
+            if level and expr.get("operator") == "In" and len(values) == 1:
+                found[level] = str(values[0])
+    return next(((lv, found[lv]) for lv in LEVELS if lv in found), None)
+
+
+def seat_replacements(
+    view: CapacityView,
+    req: Request,
+    ranks: Mapping[str, int],
+    held: Mapping[int, Lowest],
+    policy: Policy = "tightest",
+) -> Waiting | tuple[Seat, ...]:
+    """Replacements in a placed group (req.within set): each back to its rank's lowest domain when
+    that has room on nodes its constraints admit, the rest by decide; all or none."""
+    assert req.within is not None  # noqa: S101 - recovery only
+    within_nodes = set(view.domain_nodes(*req.within))
+    room: dict[str, int] = {}
+
+    def free(n: str) -> int:
+        if n not in room:
+            room[n] = view.free(n)
+        return room[n]
+
+    seats: list[Seat] = []
+    rest: list[Member] = []
+    tried: dict[str, tuple[Lowest, ...]] = {}
+    for m in sorted(req.members, key=lambda m: ranks[m.key]):
+        tried[m.key] = homes(ranks[m.key], held)
+        for home in tried[m.key]:
+            nodes = [n for n in view.domain_nodes(*home) if n in within_nodes]
+            got = pack([m], nodes, free, view.eligible)
+            if got:
+                node = got[m.key]
+                room[node] -= m.gpus
+                seats.append(Seat(m.key, ranks[m.key], *req.within, node, home))
+                break
+        else:
+            rest.append(m)
+    if not rest:
+        return tuple(seats)
+    promised = [f"seat:{s.member}" for s in seats]
+    gpus = {m.key: m.gpus for m in req.members}
+    for uid, s in zip(promised, seats, strict=True):  # decide must not count them as free
+        view.promise(uid, s.node, gpus[s.member])
+    try:
+        decision = decide(view, replace(req, members=tuple(rest)), policy)
+    finally:
+        for uid in promised:
+            view.release(uid)
+    if isinstance(decision, Waiting):
+        return decision
+    for a in decision.assignments:
+        hold = lowest(view.where(a.node))
+        rank = ranks[a.member]
+        moved = ""
+        if tried[a.member]:
+            was = " or ".join(f"{lv} {d}" for lv, d in tried[a.member])
+            now = f"{hold[0]} {hold[1]}" if hold else "a node without a network label"
+            moved = (
+                f"rank {rank} could not return to {was} (no room on nodes its constraints "
+                f"admit); placed in {now}"
+            )
+        seats.append(Seat(a.member, rank, a.level, a.domain, a.node, hold, moved))
+    return tuple(seats)
