@@ -39,6 +39,11 @@ class Ident:
 PLAIN = Ident()
 
 
+def natural(text: str | None) -> int | None:
+    """A non-negative integer written in ASCII digits (str.isdigit also takes "²"), else None."""
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
 def _read(labels: Mapping[str, str], annotations: Mapping[str, str], key: str) -> str | None:
     value = annotations.get(key, labels.get(key))
     return None if value is None else str(value).strip()
@@ -54,18 +59,17 @@ def ident_of(labels: Mapping[str, str], annotations: Mapping[str, str]) -> Ident
             kind = (_read(labels, annotations, KUBEFLOW_REPLICA_TYPE) or "worker").lower()
             if kind != "worker":
                 continue
-        if not text.isdigit():
+        index = natural(text)
+        if index is None:
             bad = f"{key}={text!r}"
             break
-        index, source = int(text), key
+        source = key
         break
     job_text = _read(labels, annotations, JOBSET_GLOBAL_INDEX)
     job_text = _read(labels, annotations, JOBSET_JOB_INDEX) if job_text is None else job_text
     jobs_text = _read(labels, annotations, JOBSET_GLOBAL_REPLICAS)
     jobs_text = _read(labels, annotations, JOBSET_REPLICAS) if jobs_text is None else jobs_text
-    job = int(job_text) if job_text is not None and job_text.isdigit() else None
-    jobs = int(jobs_text) if jobs_text is not None and jobs_text.isdigit() else None
-    jobs = jobs or None  # 0 jobs says nothing
+    job, jobs = natural(job_text), natural(jobs_text) or None  # 0 jobs says nothing
     if job_text is not None and job is None and not bad:
         bad = f"JobSet job index {job_text!r}"
     if index is None and job is None and not bad:

@@ -20,7 +20,7 @@ from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
 from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
-from webhook.groups.indexes import PLAIN, Ident, ident_of, resolve
+from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
 from webhook.groups.ranks import free_ranks
 from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements
@@ -98,7 +98,7 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         else {},
         seen=now,
         ident=ident_of(meta.get("labels") or {}, annotations) if grouped else PLAIN,
-        rank=int(rank) if rank.isdigit() else None,
+        rank=natural(rank),
     )
 
 
