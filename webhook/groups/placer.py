@@ -190,9 +190,10 @@ class Placer:
             if where is None or where[0] not in LEVELS or rec.selector is None:
                 continue
             ok = self.view.eligible(rec.selector)
+            own = held_lowest(rec.body, "", self.view)  # its own lowest domain, when held to one
             fits = [
                 (self.view.free(n), n)
-                for n in self.view.domain_nodes(where[0], where[1])
+                for n in self.view.domain_nodes(*(own or (where[0], where[1])))
                 if n in ok and self.view.free(n) >= rec.gpus
             ]
             if fits:

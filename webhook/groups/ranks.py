@@ -87,13 +87,20 @@ def seat(
     return {m: (ranks[m], ordered[p].member) for m, p in at.items()}
 
 
+def neighbours(rank: int, ranks: Sequence[int]) -> tuple[int, ...]:
+    """The ranks beside `rank` on the ring over `ranks` (wrap-around included), below first."""
+    others = sorted(set(ranks) - {rank})
+    if not others:
+        return ()
+    below = max((r for r in others if r < rank), default=others[-1])
+    above = min((r for r in others if r > rank), default=others[0])
+    return tuple(dict.fromkeys((below, above)))
+
+
 def homes(rank: int, held: Mapping[int, Lowest]) -> tuple[Lowest, ...]:
-    """Where a lost rank belongs: the lowest domains of the nearest ranks still held below and
-    above it (the same one inside a domain, two at a domain's edge), nearest below first."""
-    below = max((r for r in held if r < rank), default=None)
-    above = min((r for r in held if r > rank), default=None)
-    found = [held[r] for r in (below, above) if r is not None]
-    return tuple(dict.fromkeys(found))
+    """Where a lost rank belongs: the lowest domains of its ring neighbours still held (the same
+    one inside a domain, two at a domain's edge), the one below first."""
+    return tuple(dict.fromkeys(held[r] for r in neighbours(rank, list(held))))
 
 
 def free_ranks(size: int, taken: Sequence[int]) -> list[int]:

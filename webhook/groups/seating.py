@@ -15,7 +15,7 @@ from typing import Any
 from webhook.groups.capacity import CapacityView, fabric_order
 from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide, pack
 from webhook.groups.names import LEVELS, Level, level_key
-from webhook.groups.ranks import Lowest, Slot, homes, lowest, seat
+from webhook.groups.ranks import Lowest, Slot, homes, lowest, neighbours, seat
 from webhook.kube.nodeselector import required_terms
 
 
@@ -129,16 +129,31 @@ def seat_replacements(
             view.release(uid)
     if isinstance(decision, Waiting):
         return decision
-    for a in decision.assignments:
-        hold = lowest(view.where(a.node))
-        rank = ranks[a.member]
-        moved = ""
-        if tried[a.member]:
-            was = " or ".join(f"{lv} {d}" for lv, d in tried[a.member])
-            now = f"{hold[0]} {hold[1]}" if hold else "a node without a network label"
-            moved = (
-                f"rank {rank} could not return to {was} (no room on nodes its constraints "
-                f"admit); placed in {now}"
-            )
-        seats.append(Seat(a.member, rank, a.level, a.domain, a.node, hold, moved))
-    return tuple(seats)
+    # the rest in fabric order among themselves, lowest rank first
+    shapes = {m.key: _shape(m) for m in rest}
+    slots = [Slot(a.member, shapes[a.member], a.node) for a in decision.assignments]
+    by_rank = {m.key: i for i, m in enumerate(sorted(rest, key=lambda m: ranks[m.key]))}
+    by_member = {a.member: a for a in decision.assignments}
+    placed = seat(slots, node_order(view, [s.node for s in slots]), by_rank)
+    moved = []
+    for key, (_, slot) in placed.items():
+        a = by_member[slot]
+        moved.append(Seat(key, ranks[key], a.level, a.domain, a.node, lowest(view.where(a.node))))
+    where = {**held, **{s.rank: s.hold for s in (*seats, *moved) if s.hold is not None}}
+    return (*seats, *(_why_moved(s, tried[s.member], where) for s in moved))
+
+
+def _why_moved(s: Seat, tried: tuple[Lowest, ...], where: Mapping[int, Lowest]) -> Seat:
+    """The seat with the words for its Event when it sits apart from both its ring neighbours
+    though a lowest domain beside them was its place (a move that costs the ring a crossing)."""
+    beside = neighbours(s.rank, list(where))
+    if not tried or not beside or s.hold in {where[r] for r in beside}:
+        return s
+    was = " or ".join(f"{lv} {d}" for lv, d in tried)
+    now = f"{s.hold[0]} {s.hold[1]}" if s.hold else "a node without a network label"
+    ranks = " and ".join(str(r) for r in beside)
+    text = (
+        f"rank {s.rank} belongs in {was} beside rank{'s' if len(beside) > 1 else ''} {ranks}, "
+        f"which has no room on nodes its constraints admit; placed in {now}"
+    )
+    return replace(s, moved=text)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.test_placer import REQ, arrive, feed_back, setup
@@ -56,6 +58,7 @@ def test_indexed_job_of_8_in_a_leaf_pair_gets_0_to_3_on_one_leaf_and_4_to_7_on_t
         assert ann["gpufabric.io/placement"] == "leaf-pair=pair-1"
         assert ann["gpufabric.io/rank"] == str(i)  # the index is the rank
         assert leaf_held(p) == ("leaf-2" if i < 4 else "leaf-3")
+    assert not [r for _, r, _ in api.events if r == "GroupRankMoved"]  # the ring lost nothing
     feed_back(api, placer)
     assert len(api.patches) == 8
 
@@ -125,7 +128,8 @@ def test_a_plain_replacement_takes_the_missing_rank_and_moves_with_an_event_when
     assert leaf_held(new) == "leaf-1"
     moved = [m for n, r, m in api.events if n == "w-1-again" and r == "GroupRankMoved"]
     assert moved == [
-        "rank 1 could not return to leaf leaf-0 (no room on nodes its constraints admit); placed in leaf leaf-1"
+        "rank 1 belongs in leaf leaf-0 beside ranks 0 and 2, which has no room on nodes its "
+        "constraints admit; placed in leaf leaf-1"
     ]
 
 
@@ -148,3 +152,23 @@ def test_members_that_disagree_or_share_an_index_stay_gated_with_the_pods_named(
         r == "GroupInvalid" and "index 1 is held by more than one pod: team-a/b-1, team-a/b-2" in m
         for _, r, m in api2.events
     )
+
+
+def test_a_restart_mid_group_keeps_every_rank_once_and_each_leaf_consecutive() -> None:
+    api, placer = setup(fabric(16), {"node-0001": 8})
+    api.fail_after = 3  # the placer dies while patching the 4th member
+    pods = [indexed(i, name=f"t-{i}") for i in range(8)]
+    for p in pods[:7]:
+        arrive(api, placer, p)
+    with pytest.raises(KeyboardInterrupt):
+        arrive(api, placer, pods[7])
+    assert len(api.patches) == 3
+    api.fail_after = None
+    fresh = Placer(api)
+    fresh.nodes_listed(fabric(16))
+    fresh.pods_listed(list(api.pods.values()))  # the 3 placed are unbound: read from affinity
+    fresh.reconcile()
+    for i, p in by_index(api).items():
+        assert p["metadata"]["annotations"]["gpufabric.io/rank"] == str(i)
+        assert leaf_held(p) == ("leaf-2" if i < 4 else "leaf-3")
+    assert not [r for _, r, _ in api.events if r == "GroupRankMoved"]  # the ring lost nothing

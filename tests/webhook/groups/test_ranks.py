@@ -47,19 +47,14 @@ def test_members_of_different_shapes_never_swap_seats() -> None:
     assert got == {"big": (1, "big"), "small": (0, "small")}  # indexes kept, seats kept
 
 
-def test_a_lost_rank_belongs_between_its_neighbours() -> None:
-    held = {
-        0: ("leaf", "a"),
-        1: ("leaf", "a"),
-        3: ("leaf", "a"),
-        4: ("leaf", "b"),
-        6: ("leaf", "b"),
-    }
-    assert homes(2, held) == (("leaf", "a"),)
-    assert homes(5, held) == (("leaf", "b"),)
-    assert homes(7, held) == (("leaf", "b"),)
+def test_a_lost_rank_belongs_beside_its_ring_neighbours() -> None:
+    a, b = ("leaf", "a"), ("leaf", "b")
+    held = {0: a, 1: a, 3: a, 4: b, 6: b}
+    assert homes(2, held) == (a,)
+    assert homes(5, held) == (b,)
+    assert homes(7, held) == (b, a)  # the ring wraps: rank 7 sits between 6 and 0
     held.pop(3)
-    assert homes(3, held) == (("leaf", "a"), ("leaf", "b"))  # at the edge: either side
+    assert homes(3, held) == (a, b)  # at the edge: either side
     assert homes(0, {}) == ()
 
 
