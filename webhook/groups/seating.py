@@ -37,18 +37,16 @@ def _shape(m: Member) -> tuple[str, int]:
 def node_order(view: CapacityView, nodes: Sequence[str]) -> dict[str, Any]:
     """Sort key per node: its lowest domain's place in fabric order (the domain's first node
     top-down: spine, quad, pair, leaf...), then the node's own place."""
-    top = list(reversed(LEVELS))
-
-    def down(n: str) -> tuple[int, ...]:
-        where = dict(zip(LEVELS, view.where(n), strict=False))
-        return tuple(view.order(lv).get(d, -1) if (d := where.get(lv)) else -1 for lv in top)
-
-    keys = {n: down(n) for n in nodes}
-    lows = {n: lowest(view.where(n)) for n in nodes}
+    orders = [view.order(lv) for lv in LEVELS]
     first: dict[Lowest | None, tuple[int, ...]] = {}
+    lows: dict[str, Lowest | None] = {}
     for n in nodes:
-        low = lows[n]
-        first[low] = min(first.get(low, keys[n]), keys[n])
+        where = view.where(n)
+        key = tuple(orders[i].get(d, -1) if d else -1 for i, d in reversed(list(enumerate(where))))
+        low = lows[n] = lowest(where)
+        have = first.get(low)
+        if have is None or key < have:
+            first[low] = key
     return {n: (first[lows[n]], lows[n] or ("", ""), fabric_order(n)) for n in nodes}
 
 
