@@ -12,6 +12,7 @@ from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.test_placer import REQ, arrive, feed_back, setup
 from webhook.groups.indexes import COMPLETION_INDEX
+from webhook.groups.names import LEVELS
 from webhook.groups.placer import Placer
 
 
@@ -172,3 +173,29 @@ def test_a_restart_mid_group_keeps_every_rank_once_and_each_leaf_consecutive() -
         assert p["metadata"]["annotations"]["gpufabric.io/rank"] == str(i)
         assert leaf_held(p) == ("leaf-2" if i < 4 else "leaf-3")
     assert not [r for _, r, _ in api.events if r == "GroupRankMoved"]  # the ring lost nothing
+
+
+def test_ranks_are_consecutive_per_nvlink_domain_and_held_to_the_lowest_level_the_placer_knows() -> (
+    None
+):
+    # 16 trays of 4 GPUs, 8 per leaf, two NVLink domains per leaf that alternate in name order
+    # (even trays in one, odd in the other): name order would interleave them.
+    racks = {i: f"nvl-{i // 8}-{i % 2}" for i in range(16)}
+    nodes = fabric(16, leaf=8, gpus=4)
+    for i, n in enumerate(nodes):
+        n["metadata"]["labels"]["gpufabric.io/nvlink-domain"] = racks[i]
+    api, placer = setup(nodes)
+    for i in range(8):
+        arrive(api, placer, gpu_pod(f"r-{i}", 4, group="r", size=8, gated=True))
+    nvl = "nvlink-domain" in LEVELS  # the placement level issue 18's other half adds
+    key = "gpufabric.io/nvlink-domain" if nvl else "gpufabric.io/leaf"
+    held: dict[int, str] = {}
+    for p in api.pods.values():
+        (term,) = p["spec"]["affinity"]["nodeAffinity"][REQ]["nodeSelectorTerms"]
+        held[int(p["metadata"]["annotations"]["gpufabric.io/rank"])] = next(
+            e["values"][0] for e in term["matchExpressions"] if e["key"] == key
+        )
+    assert sorted(held) == list(range(8))
+    runs = [held[r] for r in range(8)]
+    changes = sum(runs[r] != runs[r + 1] for r in range(7))
+    assert changes == len(set(runs)) - 1  # each domain's ranks consecutive
