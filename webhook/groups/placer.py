@@ -2,9 +2,11 @@
 
 Feed it list results and watch events (kube.py does, from the API server; tests do, from recorded
 sequences), then call `reconcile()`. It keeps the capacity view, waits until every member of a
-group exists (gang), asks choose.decide for a domain and patches each member once: affinity
-tightened, placement recorded, gate removed (enforce.py). What it did is read back from the pods
-themselves, so a restarted placer neither places a member twice nor leaves a gate behind.
+group exists (gang), asks choose.decide for a domain, seats the members in fabric order
+(seating.py: ranks) and patches each member once: affinity tightened to the group's domain and
+its own lowest domain, placement and rank recorded, gate removed (enforce.py). What it did is
+read back from the pods themselves, so a restarted placer neither places a member twice nor
+leaves a gate behind.
 """
 
 from __future__ import annotations

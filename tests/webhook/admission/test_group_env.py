@@ -62,3 +62,10 @@ def test_an_index_not_below_the_group_size_is_denied_naming_it() -> None:
         f"{COMPLETION_INDEX}=4 is not below the group size 4"
         in answer.response["status"]["message"]
     )
+
+
+def test_a_pod_kueue_manages_gets_none_of_them() -> None:
+    member = pod({**GROUP})
+    member["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    out = admitted(member)  # Kueue places it: the placer writes no rank
+    assert not any(k.startswith("GPUFABRIC_") for c in out["spec"]["containers"] for k in env(c))
