@@ -199,3 +199,22 @@ def test_ranks_are_consecutive_per_nvlink_domain_and_held_to_the_lowest_level_th
     runs = [held[r] for r in range(8)]
     changes = sum(runs[r] != runs[r + 1] for r in range(7))
     assert changes == len(set(runs)) - 1  # each domain's ranks consecutive
+
+
+def test_a_jobset_of_two_jobs_of_4_puts_each_job_on_its_own_leaf() -> None:
+    api, placer = setup(fabric(16), {"node-0001": 8})
+    order = [(j, c) for j in range(2) for c in range(4)]
+    random.Random(5).shuffle(order)
+    for j, c in order:
+        p = gpu_pod(f"js-w-{j}-{c}-x", 8, group="js", size=8, gated=True)
+        p["metadata"]["labels"] |= {
+            "jobset.sigs.k8s.io/job-index": str(j),
+            "jobset.sigs.k8s.io/replicatedjob-replicas": "2",
+            COMPLETION_INDEX: str(c),
+        }
+        p["metadata"]["annotations"][COMPLETION_INDEX] = str(c)
+        arrive(api, placer, p)
+    for j, c in order:
+        p = api.get(f"js-w-{j}-{c}-x")
+        assert p["metadata"]["annotations"]["gpufabric.io/rank"] == str(4 * j + c)
+        assert leaf_held(p) == f"leaf-{2 + j}"
