@@ -3,15 +3,16 @@
 The keys are DESIGN.md "Ranks": Job completion index, StatefulSet pod index, LeaderWorkerSet
 worker index, Kubeflow replica index (workers only: a PyTorchJob's master is replica 0 of its own
 type and would collide with worker 0), and JobSet's job index x pods per job + completion index.
-A JobSet pod does not say how many pods its Job runs: that is the group size over the JobSet's
-jobs (`global-replicas`, else `replicatedjob-replicas`, else the distinct jobs among the members).
+A JobSet pod does not say how many pods its Job runs: that is the group size over the Jobs the
+group spans. A group inside one replicated job counts `job-index` of `replicatedjob-replicas`; a
+group over several, `job-global-index` of `global-replicas` (else the distinct Jobs it has).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 POD_INDEX = "apps.kubernetes.io/pod-index"
@@ -22,6 +23,7 @@ JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOBSET_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
 JOBSET_GLOBAL_REPLICAS = "jobset.sigs.k8s.io/global-replicas"
 JOBSET_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 _DIRECT = (COMPLETION_INDEX, POD_INDEX, LWS_WORKER_INDEX, KUBEFLOW_REPLICA_INDEX)
 
 
@@ -31,8 +33,11 @@ class Ident:
 
     index: int | None = None  # its own index within its Job / set
     source: str = ""  # the key the index came from
-    job: int | None = None  # JobSet: the Job's (global) index
-    jobs: int | None = None  # JobSet: how many Jobs it has
+    job: int | None = None  # JobSet: the Job's index in its replicated job
+    jobs: int | None = None  # JobSet: how many Jobs its replicated job has
+    replicated: str = ""  # JobSet: the replicated job's name
+    global_job: int | None = None  # JobSet: the Job's index in the whole JobSet
+    global_jobs: int | None = None  # JobSet: how many Jobs the JobSet has
     bad: str = ""  # a key whose value is not a non-negative integer
 
 
@@ -65,16 +70,26 @@ def ident_of(labels: Mapping[str, str], annotations: Mapping[str, str]) -> Ident
             break
         source = key
         break
-    job_text = _read(labels, annotations, JOBSET_GLOBAL_INDEX)
-    job_text = _read(labels, annotations, JOBSET_JOB_INDEX) if job_text is None else job_text
-    jobs_text = _read(labels, annotations, JOBSET_GLOBAL_REPLICAS)
-    jobs_text = _read(labels, annotations, JOBSET_REPLICAS) if jobs_text is None else jobs_text
-    job, jobs = natural(job_text), natural(jobs_text) or None  # 0 jobs says nothing
+    job_text = _read(labels, annotations, JOBSET_JOB_INDEX)
+    job = natural(job_text)
     if job_text is not None and job is None and not bad:
-        bad = f"JobSet job index {job_text!r}"
+        bad = f"{JOBSET_JOB_INDEX}={job_text!r}"
     if index is None and job is None and not bad:
         return PLAIN
-    return Ident(index, source, job, jobs, bad)
+
+    def count(key: str) -> int | None:
+        return natural(_read(labels, annotations, key)) or None  # 0 Jobs says nothing
+
+    return Ident(
+        index,
+        source,
+        job,
+        count(JOBSET_REPLICAS),
+        _read(labels, annotations, JOBSET_REPLICATED_JOB) or "",
+        natural(_read(labels, annotations, JOBSET_GLOBAL_INDEX)),
+        count(JOBSET_GLOBAL_REPLICAS),
+        bad,
+    )
 
 
 def direct_problem(ident: Ident, size: int) -> str | None:
@@ -99,6 +114,14 @@ def resolve(size: int, members: Sequence[tuple[str, Ident]]) -> Indexed:
     problems: list[str] = []
     ranks: dict[str, int] = {}
     jobset = [(k, i) for k, i in members if i.job is not None]
+    if len({i.replicated for _, i in jobset}) > 1 and all(
+        i.global_job is not None for _, i in jobset
+    ):  # the group spans replicated jobs: count Jobs across the JobSet
+        members = [
+            (k, replace(i, job=i.global_job, jobs=i.global_jobs) if i.job is not None else i)
+            for k, i in members
+        ]
+        jobset = [(k, i) for k, i in members if i.job is not None]
     per_job = 0
     if jobset:
         declared = {i.jobs for _, i in jobset if i.jobs is not None}

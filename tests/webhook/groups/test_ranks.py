@@ -9,6 +9,7 @@ from webhook.groups.indexes import (
     JOBSET_REPLICAS,
     KUBEFLOW_REPLICA_INDEX,
     KUBEFLOW_REPLICA_TYPE,
+    Ident,
     ident_of,
     resolve,
 )
@@ -93,3 +94,27 @@ def test_bad_indexes_are_named() -> None:
         (f"j{j}", ident_of({JOBSET_JOB_INDEX: str(j), JOBSET_REPLICAS: "3"}, {})) for j in range(3)
     ]
     assert "not a multiple of the JobSet's 3 jobs" in resolve(4, jobset).problems[0]
+
+
+def test_a_jobset_group_counts_jobs_in_its_replicated_job_or_across_the_jobset() -> None:
+    def pod(rjob: str, job: int, jobs: int, gjob: int, c: int) -> Ident:
+        labels = {
+            "jobset.sigs.k8s.io/replicatedjob-name": rjob,
+            JOBSET_JOB_INDEX: str(job),
+            JOBSET_REPLICAS: str(jobs),
+            "jobset.sigs.k8s.io/job-global-index": str(gjob),
+            "jobset.sigs.k8s.io/global-replicas": "3",
+        }
+        return ident_of(labels, {COMPLETION_INDEX: str(c)})
+
+    # a driver Job (global 0) and two worker Jobs (global 1, 2): a group of the workers only
+    workers = [(f"w{j}{c}", pod("workers", j, 2, j + 1, c)) for j in range(2) for c in range(2)]
+    got = resolve(4, workers)
+    assert got.problems == () and got.ranks == {"w00": 0, "w01": 1, "w10": 2, "w11": 3}
+    # a group of all three Jobs (2 pods each): job-index repeats, the global index does not
+    every = [(f"d{c}", pod("driver", 0, 1, 0, c)) for c in range(2)] + [
+        (f"w{j}{c}", pod("workers", j, 2, j + 1, c)) for j in range(2) for c in range(2)
+    ]
+    got = resolve(6, every)
+    assert got.problems == ()
+    assert got.ranks == {"d0": 0, "d1": 1, "w00": 2, "w01": 3, "w10": 4, "w11": 5}
