@@ -270,9 +270,11 @@ def mutate(
     groups: Fleet | Sequence[Group],
     settings: Settings,
     in_place: bool = False,
+    group_env: Sequence[dict[str, Any]] = (),
 ) -> Decision:
     """`in_place` edits `pod` itself (see PodEdit): for a caller that owns it and needs only the
-    ops; the decision's pod is then that same object."""
+    ops; the decision's pod is then that same object. `group_env`: what every container of a
+    group member gets (webhook.groups.ranks.member_env), unless it sets the name itself."""
     fleet = _fleet(groups)
     p = plan(req)
     query = _query_for(pod, p)  # the pod as it came (before the edits below, in place or not)
@@ -320,4 +322,7 @@ def mutate(
     if env:
         for c in containers:
             edit.set_env(c, env)
+    if group_env:
+        for c in edit.containers():
+            edit.add_env(c, group_env)
     return Decision(pod=edit.pod, ops=edit.ops, warnings=warnings, fleet=fleet)

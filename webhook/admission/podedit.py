@@ -200,6 +200,21 @@ class PodEdit:
                 found.append((c, f"{_CONTAINERS}/{i}"))
         return found or [(c, f"{_CONTAINERS}/{i}") for i, c in enumerate(items)]
 
+    def containers(self) -> list[Container]:
+        """Every container of the pod."""
+        items, _ = self._member(self.spec(), _SPEC, "containers", list)
+        return [(c, f"{_CONTAINERS}/{i}") for i, c in enumerate(items)]
+
+    def add_env(self, container: Container, items: Sequence[dict[str, Any]]) -> None:
+        """Add each env item (a value or a valueFrom) whose name the container does not set."""
+        c, path = container
+        have = self._env_names(container)
+        env, fresh = self._member((c, False), path, "env", list)
+        for item in items:
+            if item["name"] not in have:
+                have.add(item["name"])
+                self._append((env, fresh), f"{path}/env", self._own(item))
+
     def _env_names(self, container: Container) -> set[Any]:
         """The names a container's env sets, read once per edit (set_env adds its own)."""
         c, path = container

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from webhook.groups.capacity import as_map
+from webhook.groups.indexes import direct_problem, ident_of
 from webhook.groups.names import (
     ANN_GROUP,
     ANN_LEVEL,
@@ -29,6 +30,7 @@ from webhook.groups.names import (
     Locality,
     escape_key,
 )
+from webhook.groups.ranks import member_env
 
 # A label value: at most 63 characters, alphanumerics at both ends, -_. inside (apimachinery).
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -49,6 +51,7 @@ class GroupAdmission:
     problems: list[str] = field(default_factory=list)  # each names the annotation
     warnings: list[str] = field(default_factory=list)
     spec: GroupSpec | None = None
+    env: tuple[dict[str, Any], ...] = ()  # for every container of a member (ranks.member_env)
 
 
 # The answer for a pod with no group annotation (most pods), shared: callers only read it.
@@ -127,6 +130,9 @@ def admit_group(
     if problems or spec is None:
         return GroupAdmission(problems=problems)
     labels = as_map(meta.get("labels"))
+    index_problem = direct_problem(ident_of(labels, annotations), spec.size)
+    if index_problem:
+        return GroupAdmission(problems=[f"{ANN_SIZE}: {spec.size}, but {index_problem}"])
     if kueue_managed(pod):
         return GroupAdmission(
             warnings=[f"gpufabric: Kueue manages this pod; {ANN_GROUP} is left to Kueue"],
@@ -162,4 +168,4 @@ def admit_group(
             ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})
         else:
             ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]})
-    return GroupAdmission(ops=ops, warnings=warnings, spec=spec)
+    return GroupAdmission(ops=ops, warnings=warnings, spec=spec, env=member_env(spec.size))

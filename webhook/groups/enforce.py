@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.groups.names import ANN_PLACEMENT, GATE, escape_key, level_key
+from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, escape_key, level_key
 from webhook.kube.nodeselector import REQUIRED, required_terms
 
 Op = dict[str, Any]
@@ -26,10 +26,10 @@ def parse_placement(value: str) -> tuple[str, str] | None:
     return (level, domain) if sep and level and domain else None
 
 
-def affinity_ops(pod: Mapping[str, Any], expr: Mapping[str, Any]) -> list[Op]:
-    """Add `expr` to every required nodeSelectorTerm (creating the affinity if absent)."""
+def affinity_ops(pod: Mapping[str, Any], *exprs: Mapping[str, Any]) -> list[Op]:
+    """Add `exprs` to every required nodeSelectorTerm (creating the affinity if absent)."""
     spec = pod.get("spec") or {}
-    required = {"nodeSelectorTerms": [{"matchExpressions": [dict(expr)]}]}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in exprs]}]}
     affinity = spec.get("affinity")
     if not isinstance(affinity, Mapping):
         value = {"nodeAffinity": {REQUIRED: required}}
@@ -44,30 +44,41 @@ def affinity_ops(pod: Mapping[str, Any], expr: Mapping[str, Any]) -> list[Op]:
     for i, term in enumerate(terms):
         base = f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms/{i}/matchExpressions"
         have = (term or {}).get("matchExpressions")
+        new = [dict(e) for e in exprs if not isinstance(have, list) or dict(e) not in have]
         if isinstance(have, list):
-            if dict(expr) not in have:
-                ops.append({"op": "add", "path": f"{base}/-", "value": dict(expr)})
-        else:
-            ops.append({"op": "add", "path": base, "value": [dict(expr)]})
+            ops += [{"op": "add", "path": f"{base}/-", "value": e} for e in new]
+        elif new:
+            ops.append({"op": "add", "path": base, "value": new})
     return ops
 
 
-def place_ops(pod: Mapping[str, Any], level: str | None, domain: str) -> list[Op] | None:
-    """The patch for one member; None if the pod no longer carries the gate."""
+def place_ops(
+    pod: Mapping[str, Any],
+    level: str | None,
+    domain: str,
+    hold: tuple[str, str] | None = None,
+    rank: int | None = None,
+) -> list[Op] | None:
+    """The patch for one member; None if the pod no longer carries the gate. `hold`: the member's
+    own lowest (level, domain), held like the group's; `rank`: written as gpufabric.io/rank."""
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
     index = next((i for i, g in enumerate(gates) if (g or {}).get("name") == GATE), None)
     if index is None:
         return None
-    ops: list[Op] = []
-    if level:
-        ops += affinity_ops(pod, {"key": level_key(level), "operator": "In", "values": [domain]})
+    exprs = [{"key": level_key(level), "operator": "In", "values": [domain]}] if level else []
+    if hold is not None and hold != (level, domain):
+        exprs.append({"key": level_key(hold[0]), "operator": "In", "values": [hold[1]]})
+    ops: list[Op] = affinity_ops(pod, *exprs) if exprs else []
     annotations = (pod.get("metadata") or {}).get("annotations")
-    value = placement_value(level, domain)
+    written = {ANN_PLACEMENT: placement_value(level, domain)}
+    if rank is not None:
+        written[ANN_RANK] = str(rank)
     if isinstance(annotations, Mapping):
-        path = f"/metadata/annotations/{escape_key(ANN_PLACEMENT)}"
-        ops.append({"op": "add", "path": path, "value": value})
+        for key, value in written.items():
+            path = f"/metadata/annotations/{escape_key(key)}"
+            ops.append({"op": "add", "path": path, "value": value})
     else:
-        ops.append({"op": "add", "path": "/metadata/annotations", "value": {ANN_PLACEMENT: value}})
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": written})
     ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE})
     ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
     return ops

@@ -9,6 +9,7 @@ from typing import Any
 from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
 from webhook.groups.choose import Member, Placed, Request, candidates, chosen_level, decide
+from webhook.groups.seating import Seat, seat_new
 from webhook.groups.selector import selector_of
 
 
@@ -46,6 +47,19 @@ def group_section(
     if isinstance(decision, Placed):
         where = ", ".join(f"{decision.level}={d}" for d in decision.domains)
         lines.append(f"  decision: {where or 'no domain (no network labels)'}")
+        lines.append(f"  ranks: {rank_runs(seat_new(view, decision, members, {}))}")
     else:
         lines.append(f"  decision: wait: {decision.message}")
     return lines
+
+
+def rank_runs(seats: tuple[Seat, ...]) -> str:
+    """'leaf leaf-2: 0-3; leaf leaf-3: 4-7': each lowest domain with its consecutive ranks."""
+    runs: list[tuple[str, int, int]] = []
+    for s in sorted(seats, key=lambda s: s.rank):
+        where = f"{s.hold[0]} {s.hold[1]}" if s.hold else "no domain"
+        if runs and runs[-1][0] == where and runs[-1][2] == s.rank - 1:
+            runs[-1] = (where, runs[-1][1], s.rank)
+        else:
+            runs.append((where, s.rank, s.rank))
+    return "; ".join(f"{w}: {a}" if a == b else f"{w}: {a}-{b}" for w, a, b in runs)

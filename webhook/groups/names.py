@@ -9,6 +9,7 @@ ANN_SIZE: Final = "gpufabric.io/group-size"
 ANN_LOCALITY: Final = "gpufabric.io/group-locality"
 ANN_LEVEL: Final = "gpufabric.io/group-level"
 ANN_PLACEMENT: Final = "gpufabric.io/placement"  # written by the placer: "<level>=<domain>"
+ANN_RANK: Final = "gpufabric.io/rank"  # written by the placer: 0..size-1 (DESIGN.md "Ranks")
 GROUP_ANNOTATIONS: Final = (ANN_GROUP, ANN_SIZE, ANN_LOCALITY, ANN_LEVEL, ANN_PLACEMENT)
 
 GATE: Final = "gpufabric.io/group"

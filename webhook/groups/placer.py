@@ -2,9 +2,11 @@
 
 Feed it list results and watch events (kube.py does, from the API server; tests do, from recorded
 sequences), then call `reconcile()`. It keeps the capacity view, waits until every member of a
-group exists (gang), asks choose.decide for a domain and patches each member once: affinity
-tightened, placement recorded, gate removed (enforce.py). What it did is read back from the pods
-themselves, so a restarted placer neither places a member twice nor leaves a gate behind.
+group exists (gang), asks choose.decide for a domain, seats the members in fabric order
+(seating.py: ranks) and patches each member once: affinity tightened to the group's domain and
+its own lowest domain, placement and rank recorded, gate removed (enforce.py). What it did is
+read back from the pods themselves, so a restarted placer neither places a member twice nor
+leaves a gate behind.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from typing import Any, Protocol
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
-from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide
+from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
-from webhook.groups.names import ANN_PLACEMENT, GATE, LEVELS, Level
+from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
+from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
+from webhook.groups.ranks import free_ranks
+from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements
 from webhook.groups.selector import Selector, selector_of
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,8 @@ class PodRecord:
     selector: Selector | None
     body: Mapping[str, Any]  # what place_ops reads: annotations, affinity, gates
     seen: float  # when the placer first saw it gated
+    ident: Ident = PLAIN  # its own index, if its controller gives it one
+    rank: int | None = None  # the recorded gpufabric.io/rank
 
 
 def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
@@ -72,6 +79,7 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
     gated = any((g or {}).get("name") == GATE for g in spec.get("schedulingGates") or [])
     node = str(spec.get("nodeName") or "")
     grouped = group is not None
+    rank = str(annotations.get(ANN_RANK) or "") if grouped else ""
     return PodRecord(
         uid=str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"),
         namespace=str(meta.get("namespace") or "default"),
@@ -91,6 +99,8 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         if grouped
         else {},
         seen=now,
+        ident=ident_of(meta.get("labels") or {}, annotations) if grouped else PLAIN,
+        rank=natural(rank),
     )
 
 
@@ -182,9 +192,10 @@ class Placer:
             if where is None or where[0] not in LEVELS or rec.selector is None:
                 continue
             ok = self.view.eligible(rec.selector)
+            own = held_lowest(rec.body, "", self.view)  # its own lowest domain, when held to one
             fits = [
                 (self.view.free(n), n)
-                for n in self.view.domain_nodes(where[0], where[1])
+                for n in self.view.domain_nodes(*(own or (where[0], where[1])))
                 if n in ok and self.view.free(n) >= rec.gpus
             ]
             if fits:
@@ -223,53 +234,98 @@ class Placer:
             where = parse_placement(recorded.most_common(1)[0][0])
             if where is not None and where[0] in LEVELS:
                 within = (where[0], where[1])
-        elif len(gated) < spec.size:
+        problems = disagreements(recs)
+        if not problems and not recorded and len(gated) < spec.size:
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
+            return
+        indexed = resolve(spec.size, [(_key(r), r.ident) for r in recs])
+        problems = problems or list(indexed.problems)
+        if len(recs) > spec.size and not problems:
+            names = ", ".join(r.name for r in recs)
+            problems = [f"{len(recs)} pods for group-size {spec.size}: {names}"]
+        if problems:
+            text = f"group {spec.name} is not placed: {'; '.join(problems)}"
+            self._wait(key, gated, text, "GroupInvalid", "Warning")
             return
         request = Request(
             name=spec.name,
             members=tuple(
-                Member(f"{r.namespace}/{r.name}", r.gpus, r.selector)
-                for r in gated
-                if r.selector is not None
+                Member(_key(r), r.gpus, r.selector) for r in gated if r.selector is not None
             ),
             locality=spec.locality,
             level=spec.level,
             within=within,
         )
         started = time.perf_counter()
-        decision = decide(self.view, request, self.policy)
+        decided = self._decide(request, recs, indexed.ranks, spec.size)
         took = time.perf_counter() - started
-        if isinstance(decision, Waiting):
+        if isinstance(decided, Waiting):
             if self.metrics:
-                self.metrics.decided(decision.level or "none", "waiting", took)
-            text = f"{spec.locality} group {spec.name}: {decision.message}"
+                self.metrics.decided(decided.level or "none", "waiting", took)
+            text = f"{spec.locality} group {spec.name}: {decided.message}"
             self._wait(key, gated, text, "GroupWaiting")
             return
         if self.metrics:
-            self.metrics.decided(decision.level or "none", _outcome(decision, within), took)
-        self._apply(key, gated, decision, recovery=bool(recorded))
+            level = next((s.level for s in decided if s.level), None)
+            self.metrics.decided(level or "none", _outcome(decided, within), took)
+        self._apply(key, gated, decided, recovery=bool(recorded))
+
+    def _decide(
+        self, req: Request, recs: list[PodRecord], fixed: Mapping[str, int], size: int
+    ) -> Waiting | tuple[Seat, ...]:
+        """Seats for the gated members: a new group in fabric order, or replacements back in
+        the lowest domains of their ranks (plain ones take the ranks no member holds)."""
+        if req.within is None:
+            decision = decide(self.view, req, self.policy)
+            if isinstance(decision, Waiting):
+                return decision
+            return seat_new(self.view, decision, req.members, fixed)
+        placed = [r for r in recs if not r.gated]
+        kept = [r.rank for r in placed if r.rank is not None and _key(r) not in fixed]
+        ranks = {m.key: fixed[m.key] for m in req.members if m.key in fixed}
+        free = iter(free_ranks(size, [*fixed.values(), *kept]))
+        for m in sorted(req.members, key=lambda m: m.key):
+            if m.key not in ranks:
+                ranks[m.key] = next(free, size)  # more members than ranks is refused above
+        lows = {}
+        for r in placed:
+            rank = fixed.get(_key(r), r.rank)
+            low = held_lowest(r.body, r.node, self.view)
+            if rank is not None and low is not None:
+                lows[rank] = low
+        return seat_replacements(self.view, req, ranks, lows, self.policy)
 
     def _apply(
-        self, key: GroupKey, gated: list[PodRecord], decision: Placed, recovery: bool
+        self, key: GroupKey, gated: list[PodRecord], seats: tuple[Seat, ...], recovery: bool
     ) -> None:
-        by_key = {f"{r.namespace}/{r.name}": r for r in gated}
+        by_key = {_key(r): r for r in gated}
         self.waiting.pop(key, None)
-        for a in decision.assignments:
-            rec = by_key[a.member]
-            ops = place_ops(rec.body, a.level, a.domain)
+        for s in seats:
+            rec = by_key[s.member]
+            ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)
             if ops is None:
                 continue
             self.api.patch_pod(rec.namespace, rec.name, ops)  # Rejected stops the rest
-            value = placement_value(a.level, a.domain)
-            self.pods[rec.uid] = replace(rec, gated=False, placement=value)
-            self.view.promise(rec.uid, a.node, rec.gpus)
+            value = placement_value(s.level, s.domain)
+            self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
+            self.view.promise(rec.uid, s.node, rec.gpus)
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
-            self.api.event(_ref(rec), "GroupPlaced", f"group {key[1]} placed in {value}", "Normal")
+            held = f" in {s.hold[0]} {s.hold[1]}" if s.hold and s.hold[1] != s.domain else ""
+            text = f"group {key[1]} placed in {value}, rank {s.rank}{held}"
+            self.api.event(_ref(rec), "GroupPlaced", text, "Normal")
+            if s.moved:
+                self.api.event(_ref(rec), "GroupRankMoved", s.moved, "Warning")
 
-    def _wait(self, key: GroupKey, gated: list[PodRecord], message: str, reason: str) -> None:
+    def _wait(
+        self,
+        key: GroupKey,
+        gated: list[PodRecord],
+        message: str,
+        reason: str,
+        kind: str = "Normal",
+    ) -> None:
         """Record why the group waits; tell its pods with an Event when that changed, at most
         once per EVENT_EVERY seconds per reason (capacity numbers move with every pod)."""
         self.waiting[key] = message
@@ -279,13 +335,34 @@ class Placer:
             return
         self._said[(key, reason)] = (message, now)
         for rec in gated:
-            self.api.event(_ref(rec), reason, message, "Normal")
+            self.api.event(_ref(rec), reason, message, kind)
 
 
-def _outcome(decision: Placed, within: tuple[Level, str] | None) -> str:
+def _outcome(seats: tuple[Seat, ...], within: tuple[Level, str] | None) -> str:
+    domains = {s.domain for s in seats}
     if within is not None:
-        return "recovered" if decision.domains == (within[1],) else "moved"
-    return "spread" if len(decision.domains) > 1 else "placed"
+        return "recovered" if domains == {within[1]} else "moved"
+    return "spread" if len(domains) > 1 else "placed"
+
+
+def _key(rec: PodRecord) -> str:
+    return f"{rec.namespace}/{rec.name}"
+
+
+def disagreements(recs: list[PodRecord]) -> list[str]:
+    """Members that do not ask for the same group: size, level or locality, naming the pods."""
+    says: dict[tuple[int, str, str], list[str]] = {}
+    for r in recs:
+        if r.group is not None:
+            g = r.group
+            says.setdefault((g.size, g.level, g.locality), []).append(r.name)
+    if len(says) < 2:
+        return []
+    parts = [
+        f"{', '.join(names)}: size {size}, level {level}, locality {locality}"
+        for (size, level, locality), names in sorted(says.items())
+    ]
+    return ["members disagree on the group: " + "; ".join(parts)]
 
 
 def _ref(rec: PodRecord) -> dict[str, Any]:

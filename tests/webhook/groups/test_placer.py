@@ -65,10 +65,17 @@ def test_sixteen_pods_out_of_order_land_in_one_leaf_quad_only_when_all_exist() -
         pod = api.get(f"llama-{i:02d}")
         assert pod["spec"]["schedulingGates"] == []
         assert pod["metadata"]["annotations"]["gpufabric.io/placement"] == "leaf-quad=quad-1"
+        # plain pods: ranks in name order, four per leaf, leaves in fabric order
+        assert pod["metadata"]["annotations"]["gpufabric.io/rank"] == str(i)
         assert domain_of(pod) == [
             {
                 "matchExpressions": [
-                    {"key": "gpufabric.io/leaf-quad", "operator": "In", "values": ["quad-1"]}
+                    {"key": "gpufabric.io/leaf-quad", "operator": "In", "values": ["quad-1"]},
+                    {
+                        "key": "gpufabric.io/leaf",
+                        "operator": "In",
+                        "values": [f"leaf-{4 + i // 4}"],
+                    },
                 ]
             }
         ]

@@ -1,0 +1,157 @@
+"""From a group decision to each member's seat: rank, node, and the lowest domain that holds it.
+
+The glue between choose.decide (which domain, which nodes) and ranks (which member where): new
+groups are seated in fabric order; replacements in a placed group go back to the lowest domain
+their rank belongs to when it has room, else decide places them by the group's locality rule and
+the seat says why it moved. Pure over a CapacityView, like choose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from webhook.groups.capacity import CapacityView, fabric_order
+from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide, pack
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.ranks import Lowest, Slot, homes, lowest, neighbours, seat
+from webhook.kube.nodeselector import required_terms
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    member: str
+    rank: int
+    level: Level | None  # the group's level and domain, as choose.Assignment
+    domain: str
+    node: str  # where the GPUs are promised
+    hold: Lowest | None  # the member's own lowest domain (None: no network labels)
+    moved: str = ""  # recovery: why the member is not back in its rank's lowest domain
+
+
+def _shape(m: Member) -> tuple[str, int]:
+    return (m.selector.signature, m.gpus)
+
+
+def node_order(view: CapacityView, nodes: Sequence[str]) -> dict[str, Any]:
+    """Sort key per node: its lowest domain's place in fabric order (the domain's first node
+    top-down: spine, quad, pair, leaf...), then the node's own place."""
+    orders = [view.order(lv) for lv in LEVELS]
+    first: dict[Lowest | None, tuple[int, ...]] = {}
+    lows: dict[str, Lowest | None] = {}
+    for n in nodes:
+        where = view.where(n)
+        key = tuple(orders[i].get(d, -1) if d else -1 for i, d in reversed(list(enumerate(where))))
+        low = lows[n] = lowest(where)
+        have = first.get(low)
+        if have is None or key < have:
+            first[low] = key
+    return {n: (first[lows[n]], lows[n] or ("", ""), fabric_order(n)) for n in nodes}
+
+
+def seat_new(
+    view: CapacityView, placed: Placed, members: Sequence[Member], fixed: Mapping[str, int]
+) -> tuple[Seat, ...]:
+    """Every member of a newly placed group in its seat, ranks 0..size-1 in fabric order."""
+    shapes = {m.key: _shape(m) for m in members}
+    slots = [Slot(a.member, shapes[a.member], a.node) for a in placed.assignments]
+    seats = seat(slots, node_order(view, [s.node for s in slots]), fixed)
+    by_member = {a.member: a for a in placed.assignments}
+    out = []
+    for m, (rank, slot) in sorted(seats.items(), key=lambda kv: kv[1][0]):
+        a = by_member[slot]
+        out.append(Seat(m, rank, a.level, a.domain, a.node, lowest(view.where(a.node))))
+    return tuple(out)
+
+
+def held_lowest(body: Mapping[str, Any], node: str, view: CapacityView) -> Lowest | None:
+    """A placed member's lowest domain: its node's when bound, else the lowest level the placer
+    held it to (an `In` expression on a level label in its required node affinity)."""
+    if node:
+        return lowest(view.where(node))
+    found: dict[Level, str] = {}
+    keys = {level_key(lv): lv for lv in LEVELS}
+    for term in required_terms(body) or ():
+        for expr in (term or {}).get("matchExpressions") or ():
+            level = keys.get(str((expr or {}).get("key")))
+            values = (expr or {}).get("values") or []
+            if level and expr.get("operator") == "In" and len(values) == 1:
+                found[level] = str(values[0])
+    return next(((lv, found[lv]) for lv in LEVELS if lv in found), None)
+
+
+def seat_replacements(
+    view: CapacityView,
+    req: Request,
+    ranks: Mapping[str, int],
+    held: Mapping[int, Lowest],
+    policy: Policy = "tightest",
+) -> Waiting | tuple[Seat, ...]:
+    """Replacements in a placed group (req.within set): each back to its rank's lowest domain when
+    that has room on nodes its constraints admit, the rest by decide; all or none."""
+    assert req.within is not None  # noqa: S101 - recovery only
+    within_nodes = set(view.domain_nodes(*req.within))
+    room: dict[str, int] = {}
+
+    def free(n: str) -> int:
+        if n not in room:
+            room[n] = view.free(n)
+        return room[n]
+
+    seats: list[Seat] = []
+    rest: list[Member] = []
+    tried: dict[str, tuple[Lowest, ...]] = {}
+    for m in sorted(req.members, key=lambda m: ranks[m.key]):
+        tried[m.key] = homes(ranks[m.key], held)
+        for home in tried[m.key]:
+            nodes = [n for n in view.domain_nodes(*home) if n in within_nodes]
+            got = pack([m], nodes, free, view.eligible)
+            if got:
+                node = got[m.key]
+                room[node] -= m.gpus
+                seats.append(Seat(m.key, ranks[m.key], *req.within, node, home))
+                break
+        else:
+            rest.append(m)
+    if not rest:
+        return tuple(seats)
+    promised = [f"seat:{s.member}" for s in seats]
+    gpus = {m.key: m.gpus for m in req.members}
+    for uid, s in zip(promised, seats, strict=True):  # decide must not count them as free
+        view.promise(uid, s.node, gpus[s.member])
+    try:
+        decision = decide(view, replace(req, members=tuple(rest)), policy)
+    finally:
+        for uid in promised:
+            view.release(uid)
+    if isinstance(decision, Waiting):
+        return decision
+    # the rest in fabric order among themselves, lowest rank first
+    shapes = {m.key: _shape(m) for m in rest}
+    slots = [Slot(a.member, shapes[a.member], a.node) for a in decision.assignments]
+    by_rank = {m.key: i for i, m in enumerate(sorted(rest, key=lambda m: ranks[m.key]))}
+    by_member = {a.member: a for a in decision.assignments}
+    placed = seat(slots, node_order(view, [s.node for s in slots]), by_rank)
+    moved = []
+    for key, (_, slot) in placed.items():
+        a = by_member[slot]
+        moved.append(Seat(key, ranks[key], a.level, a.domain, a.node, lowest(view.where(a.node))))
+    where = {**held, **{s.rank: s.hold for s in (*seats, *moved) if s.hold is not None}}
+    return (*seats, *(_why_moved(s, tried[s.member], where) for s in moved))
+
+
+def _why_moved(s: Seat, tried: tuple[Lowest, ...], where: Mapping[int, Lowest]) -> Seat:
+    """The seat with the words for its Event when it sits apart from both its ring neighbours
+    though a lowest domain beside them was its place (a move that costs the ring a crossing)."""
+    beside = neighbours(s.rank, list(where))
+    if not tried or not beside or s.hold in {where[r] for r in beside}:
+        return s
+    was = " or ".join(f"{lv} {d}" for lv, d in tried)
+    now = f"{s.hold[0]} {s.hold[1]}" if s.hold else "a node without a network label"
+    ranks = " and ".join(str(r) for r in beside)
+    text = (
+        f"rank {s.rank} belongs in {was} beside rank{'s' if len(beside) > 1 else ''} {ranks}, "
+        f"which has no room on nodes its constraints admit; placed in {now}"
+    )
+    return replace(s, moved=text)
