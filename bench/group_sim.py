@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from webhook.groups.capacity import CapacityView  # noqa: E402
 from webhook.groups.choose import Member, Placed, Request, decide  # noqa: E402
-from webhook.groups.names import GATE, LEVELS, level_key  # noqa: E402
+from webhook.groups.names import GATE, LEVELS, NETWORK_LEVELS, level_key  # noqa: E402
 from webhook.groups.placer import Placer  # noqa: E402
 from webhook.groups.selector import selector_of  # noqa: E402
 
@@ -78,7 +78,9 @@ ANY = selector_of({})
 def node_objs(n: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
-        labels = {level_key(lv): f"{lv}-{i // s}" for lv, s in zip(LEVELS, sizes, strict=True)}
+        labels = {
+            level_key(lv): f"{lv}-{i // s}" for lv, s in zip(NETWORK_LEVELS, sizes, strict=True)
+        }
         out.append(
             {
                 "metadata": {"name": f"n{i:05d}", "labels": labels},
@@ -127,7 +129,7 @@ def job_stream(n: int, seed: int, total_gpus: int, load: float = 0.85) -> list[J
 def rule_level(view: CapacityView, nodes: int) -> str:
     """The level the rule asks for: the smallest whose domains hold the job when empty."""
     for level in LEVELS:
-        if max(len(ns) for _, ns in view.index()[level]) >= nodes:
+        if max((len(ns) for _, ns in view.index()[level]), default=0) >= nodes:
             return level
     return LEVELS[-1]
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from common import api
-from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
 from webhook.groups.selector import Selector
 
 _MEMO_LIMIT = 512  # distinct pod shapes remembered per node generation
+LEAF = LEVELS.index(NETWORK_LEVELS[0])  # where the nesting network levels start in LEVELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +206,8 @@ class CapacityView:
 
     def nesting(self) -> Mapping[str, tuple[str | None, ...]] | None:
         """leaf -> its leaf-pair, leaf-quad and spine, when every node of a leaf agrees on them
-        and every labelled node has a leaf (the fabric's domains nest); else None."""
+        and every node with a network label has a leaf (the network domains nest); else None.
+        NVLink domains are not part of it: one may span two leaf domains."""
         self.index()
         return self._up
 
@@ -213,6 +215,14 @@ class CapacityView:
         """The node's domain at each level (LEVELS order), None where it has no label."""
         self.index()
         return self._where.get(node, ())
+
+    def lowest(self, node: str) -> tuple[Level, str] | None:
+        """The node's lowest domain: its NVLink domain where it has one, else its leaf (else the
+        lowest level it is labelled with); None for a node without any level label."""
+        for level, domain in zip(LEVELS, self.where(node), strict=False):
+            if domain is not None:
+                return level, domain
+        return None
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position in fabric order."""
@@ -253,11 +263,12 @@ class CapacityView:
             }
             up: dict[str, tuple[str | None, ...]] | None = {}
             for where in self._where.values():
+                net = where[LEAF:]
                 if up is None:
                     break
-                if where[0] is None:
-                    up = None if any(where) else up
-                elif up.setdefault(where[0], where[1:]) != where[1:]:
+                if net[0] is None:
+                    up = None if any(net) else up
+                elif up.setdefault(net[0], net[1:]) != net[1:]:
                     up = None
             self._up = up
         return self._index
