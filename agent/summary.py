@@ -60,8 +60,13 @@ def summarize(
         hca_profile=hca_profile(usable),
         cufile=cufile,
         fabric_health="degraded" if faults else "ok",
-        nvlink_domain=nvlink.from_gpus([_fabric_of(g) for g in gpus]).value,
+        nvlink_domain=nvlink_domain(gpus).value,
     )
+
+
+def nvlink_domain(gpus: Sequence[Gpu]) -> nvlink.Domain:
+    """The node's multi-node NVLink domain from its GPUs' fabric, or none and why."""
+    return nvlink.from_gpus([_fabric_of(g) for g in gpus])
 
 
 def _fabric_of(gpu: Gpu) -> dict[str, object]:
