@@ -10,6 +10,7 @@ from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
 from webhook.groups.choose import (
     NO_LABELS,
+    NO_NVLINK,
     Member,
     Placed,
     Request,
@@ -17,6 +18,7 @@ from webhook.groups.choose import (
     chosen_level,
     decide,
 )
+from webhook.groups.names import NVLINK_LEVEL
 from webhook.groups.selector import selector_of
 
 
@@ -45,7 +47,7 @@ def group_section(
         f"locality {group.locality}, level {group.level}"
     )
     if level is None:
-        return ["", head, f"  {NO_LABELS}"]
+        return ["", head, f"  {NO_NVLINK if group.level == NVLINK_LEVEL else NO_LABELS}"]
     lines = ["", f"{head} -> {level}"]
     for c in candidates(view, members, level):
         mark = "fits" if c.fits else "no  "
