@@ -57,7 +57,7 @@ def no_report(name: str, reason: str, message: str) -> None:
 
 def wanted_labels(status: Mapping[str, Any] | None) -> dict[str, str]:
     """The labels of the status's summary, but the NVLink domain: that one the labeler resolves
-    with the Node's clique label (`_StatusLabels.domain`)."""
+    with the Node's clique label (`Labeler._domain`)."""
     if not status:
         return {}
     summary = NodeStatus.from_dict(status).summary
@@ -112,7 +112,11 @@ class Labeler:
     def statuses_listed(self, items: Iterable[Obj]) -> None:
         items = list(items)
         fresh = {_name(o): _status_labels(_name(o), o.get("status")) for o in items}
-        domains = {_name(o): nvlink.status_domain(o.get("status")) for o in items}
+        domains = {
+            _name(o): d
+            for o in items
+            if (d := nvlink.status_domain(o.get("status"))) != nvlink.NONE
+        }
         with self._cond:
             gone = set(self._status_labels) - set(fresh)
             self._status_labels = fresh
@@ -129,7 +133,10 @@ class Labeler:
                 self._status_labels.pop(name, None)
             else:
                 self._status_labels[name] = labels
-            self._own_domain[name] = domain
+            if domain == nvlink.NONE:
+                self._own_domain.pop(name, None)
+            else:
+                self._own_domain[name] = domain
             self._mark([name])
 
     def nodes_listed(self, items: Iterable[Obj]) -> None:

@@ -55,7 +55,9 @@ def test_four_pods_of_four_gpus_land_in_one_nvlink_domain() -> None:
     # Two racks, each its own leaf domain. Rack 0 has 5 free trays, rack 1 is empty: tightest
     # fit is rack 0, and the pods are held to it by the NVLink domain label.
     api, placer = setup(racks_under_leaves(2), busy_trays(0, range(13)))
-    arrive_all(api, placer, [member(i, 4) for i in range(4)])
+    arrive_all(api, placer, [member(i, 4) for i in range(3)])
+    assert api.patches == []  # gang: nothing before the last member exists
+    arrive_all(api, placer, [member(3, 4)])
     assert len(api.patches) == 4
     for i in range(4):
         pod = api.get(f"w-{i:02d}")
