@@ -235,7 +235,8 @@ class CapacityView:
         return tuple(level for level in LEVELS if index[level])
 
     def index(self) -> dict[Level, tuple[tuple[str, tuple[str, ...]], ...]]:
-        """Per level: (domain, its nodes) in fabric order."""
+        """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the
+        leaf domains that hold them)."""
         if self._index is None:
             built: dict[Level, dict[str, list[str]]] = {level: {} for level in LEVELS}
             for name in sorted(self.nodes, key=fabric_order):
@@ -244,11 +245,23 @@ class CapacityView:
                     domain = labels.get(level_key(level))
                     if domain:
                         built[level].setdefault(domain, []).append(name)
+            leaves = sorted(built[NETWORK_LEVELS[0]], key=fabric_order)
+            rank = {leaf: i for i, leaf in enumerate(leaves)}
+            leaf_key = level_key(NETWORK_LEVELS[0])
+
+            def key(level: Level, domain: str, members: list[str]) -> tuple[int, Any]:
+                """Network levels by name; NVLink domains (named by UUID) by the first leaf
+                domain that holds them, so they follow the fabric too."""
+                if level != LEVELS[0]:
+                    return 0, fabric_order(domain)
+                at = (rank.get(self.nodes[n].labels.get(leaf_key, ""), len(rank)) for n in members)
+                return min(at, default=len(rank)), fabric_order(domain)
+
             self._index = {
                 level: tuple(
                     (d, tuple(members))
-                    for d, members in sorted(
-                        built[level].items(), key=lambda kv: fabric_order(kv[0])
+                    for _, d, members in sorted(
+                        (key(level, d, m), d, m) for d, m in built[level].items()
                     )
                 )
                 for level in LEVELS

@@ -196,3 +196,15 @@ def test_admission_accepts_the_nvlink_level_and_names_it_among_the_values() -> N
         "gpufabric.io/group-level: 'rack' is not valid; accepted values: auto, nvlink-domain, "
         "leaf, leaf-pair, leaf-quad, spine"
     ]
+
+
+def test_nvlink_domains_follow_the_fabric_order_of_their_leaves_not_their_uuids() -> None:
+    # Two empty racks: equally tight, so the tie goes to fabric order, the rack under leaf-0,
+    # whichever of the two UUIDs sorts first.
+    first, second = sorted((0, 1), key=lambda r: domain(r))
+    nodes = [tray_node(second, t, leaf="leaf-0", spine="s") for t in range(TRAYS)]
+    nodes += [tray_node(first, t, leaf="leaf-1", spine="s") for t in range(TRAYS)]
+    api, placer = setup(nodes)
+    assert [d for d, _ in placer.view.index()["nvlink-domain"]] == [domain(second), domain(first)]
+    arrive_all(api, placer, [member(i, 2) for i in range(2)])
+    assert placements(api) == {f"nvlink-domain={domain(second)}"}
