@@ -26,7 +26,8 @@ def add_parser(sub: Any) -> None:
         description="Offline: derive leaf / leaf-pair / leaf-quad / spine domains from "
         "ibnetdiscover output, a Slurm topology.conf or topology.yaml, a gpufabric nodes.yaml, "
         "or (with "
-        "--topology-labels) the labels of Node objects (`kubectl get nodes -o yaml`).",
+        "--topology-labels) the labels of Node objects (`kubectl get nodes -o yaml`); with "
+        "statuses or Node objects, also which NVLink domains sit in which leaf domain.",
     )
     p.add_argument(
         "--source",
