@@ -136,11 +136,7 @@ class FabricController:
             again, self._dirty, self._nvlink_dirty = self._dirty, False, False
             source, error = self._source, self._source_error
             guids, node_labels = dict(self._guids), dict(self._node_labels)
-            names = set(self._own_domain) | set(self._clique)
-            domains = {
-                n: nvlink.resolve(self._own_domain.get(n, nvlink.NONE), self._clique.get(n))
-                for n in names
-            }
+            domains = self._domains()
         fabric, error = self._derive(source, error, guids, node_labels) if again else (None, "")
         with self._lock:
             old = self._positions
@@ -156,6 +152,20 @@ class FabricController:
         if error:
             log.warning("topology source rejected; labels kept", extra={"error": error})
         return changed, body
+
+    def nvlink_domains(self) -> dict[str, str]:
+        """node -> its NVLink domain label value, for nodes that have one (the exports' NVLink
+        level reads this; the labeler derives the same value for the node label)."""
+        with self._lock:
+            return {n: d.value for n, d in self._domains().items() if d.value is not None}
+
+    def _domains(self) -> dict[str, nvlink.Domain]:
+        """Each node's NVLink domain, or why none (call with the lock held)."""
+        names = set(self._own_domain) | set(self._clique)
+        return {
+            n: nvlink.resolve(self._own_domain.get(n, nvlink.NONE), self._clique.get(n))
+            for n in names
+        }
 
     def body(self) -> dict[str, Any]:
         """The GpuFabric object (cluster-scoped, named `cluster`) for server-side apply."""

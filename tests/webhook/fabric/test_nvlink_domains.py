@@ -116,6 +116,7 @@ def test_controller_publishes_domains_from_statuses_and_clique_labels_without_re
     assert unknown["reason"].startswith("GPUs disagree on their NVLink domain")
     assert cluster_uuid(3) in unknown["reason"]
     assert c.refresh() == (False, None)  # nothing new: nothing to do
+    assert c.nvlink_domains() == {"t1": domain(0), "t3": domain(0)}
 
 
 def test_topology_command_shows_domains_from_status_files(
