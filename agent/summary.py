@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from common import nvlink
 from common.labels import hca_profile
 from common.model import Gpu, Hca, NvLinkIsland, RdmaSupport, StorageSupport, Summary
 
@@ -59,4 +60,17 @@ def summarize(
         hca_profile=hca_profile(usable),
         cufile=cufile,
         fabric_health="degraded" if faults else "ok",
+        nvlink_domain=nvlink_domain(gpus).value,
     )
+
+
+def nvlink_domain(gpus: Sequence[Gpu]) -> nvlink.Domain:
+    """The node's multi-node NVLink domain from its GPUs' fabric, or none and why."""
+    return nvlink.from_gpus([_fabric_of(g) for g in gpus])
+
+
+def _fabric_of(gpu: Gpu) -> dict[str, object]:
+    """What common.nvlink reads of a GPU, in wire form."""
+    f = gpu.fabric
+    fabric = None if f is None else {"clusterUuid": f.cluster_uuid, "cliqueId": f.clique_id}
+    return {"index": gpu.index, "fabric": fabric}

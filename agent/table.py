@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from agent.assemble import Assembled, Place
+from agent.summary import nvlink_domain
 from agent.topology import distance
 from common import api
 from common.model import Gpu, Hca, Summary
@@ -117,6 +118,15 @@ def render(result: Assembled, width: int = 160) -> str:
             subsequent_indent="  ",
         ),
     ]
+    domain = nvlink_domain(status.gpus)
+    if domain.value or domain.reason:  # only on multi-node NVLink (GB200/GB300 NVL72) nodes
+        what = domain.value or f"none ({domain.reason})"
+        lines += textwrap.wrap(
+            f"NVLink domain ({api.LABEL_NVLINK_DOMAIN}): {what}",
+            width,
+            initial_indent="  ",
+            subsequent_indent="      ",
+        )
     for c in status.conditions:
         lines += textwrap.wrap(
             f"{c.type}={c.status} ({c.reason}): {c.message}",

@@ -158,7 +158,7 @@ def rule_level(view: CapacityView, nodes: int) -> str:
     """The level the rule asks for: the smallest whose domains hold the job when empty."""
     levels = view.levels()
     for level in levels:
-        if max(len(ns) for _, ns in view.index()[level]) >= nodes:
+        if max((len(ns) for _, ns in view.index()[level]), default=0) >= nodes:
             return level
     return levels[-1]
 

@@ -25,7 +25,8 @@ def labels_for(summary: Summary) -> dict[str, str]:
     """The exact label set the labeler asserts for a node with this summary.
 
     numa-gpus-max is absent when it is 0: no GPU, or a GPU whose NUMA node is unknown (a VM's
-    numa_node -1), so no same-socket requirement can be met by a guess."""
+    numa_node -1), so no same-socket requirement can be met by a guess; nvlink-domain is absent
+    when the node has no multi-node NVLink domain."""
     labels = {
         api.LABEL_GPU_COUNT: str(summary.gpu_count),
         api.LABEL_NVLINK_ISLAND_SIZE: str(summary.nvlink_island_size),
@@ -39,4 +40,6 @@ def labels_for(summary: Summary) -> dict[str, str]:
     }
     if summary.numa_gpus_max <= 0:
         del labels[api.LABEL_NUMA_GPUS_MAX]
+    if summary.nvlink_domain:
+        labels[api.LABEL_NVLINK_DOMAIN] = summary.nvlink_domain
     return labels

@@ -160,6 +160,8 @@ class Summary:
     hca_profile: str = ""
     cufile: CuFileState = "false"
     fabric_health: Literal["ok", "degraded"] = "ok"
+    # Multi-node NVLink domain (common.nvlink); None (left out of the status) when there is none.
+    nvlink_domain: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,11 +89,19 @@ def from_gpus(gpus: Sequence[Mapping[str, Any]]) -> Domain:
     return Domain(value)
 
 
-def node_domain(status: Mapping[str, Any] | None, node_labels: Mapping[str, str]) -> Domain:
+def status_domain(status: Mapping[str, Any] | None) -> Domain:
+    """What the status's own GPUs say (NONE for a status without a gpus list)."""
+    gpus = status.get("gpus") if isinstance(status, Mapping) else None
+    return from_gpus(gpus) if isinstance(gpus, list) else NONE
+
+
+def resolve(own: Domain, clique_label: str | None) -> Domain:
     """The status wins when it names a domain; else the clique label; a status that disagrees or
     is still forming gives none (the clique label cannot settle what the GPUs dispute)."""
-    gpus = status.get("gpus") if isinstance(status, Mapping) else None
-    own = from_gpus(gpus) if isinstance(gpus, list) else NONE
     if own.value is not None or own.reason:
         return own
-    return Domain(from_clique_label(node_labels.get(api.LABEL_GPU_CLIQUE)))
+    return Domain(from_clique_label(clique_label))
+
+
+def node_domain(status: Mapping[str, Any] | None, node_labels: Mapping[str, str]) -> Domain:
+    return resolve(status_domain(status), node_labels.get(api.LABEL_GPU_CLIQUE))

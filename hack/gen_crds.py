@@ -192,8 +192,35 @@ def fabric_crd() -> dict[str, Any]:
             "quad": {"type": "string"},
             "switches": strings,
             "nodes": strings,
+            "nvlinkDomains": strings,
         },
         "required": ["name"],
+    }
+    nvlink_domain = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "leaves": {
+                "type": "array",
+                "x-kubernetes-list-type": "atomic",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "nodes": count},
+                    "required": ["name"],
+                },
+            },
+            "nodes": strings,
+        },
+        "required": ["name"],
+    }
+    node_reason = {
+        "type": "array",
+        "x-kubernetes-list-type": "atomic",
+        "items": {
+            "type": "object",
+            "properties": {"node": {"type": "string"}, "reason": {"type": "string"}},
+            "required": ["node", "reason"],
+        },
     }
     spine = {
         "type": "object",
@@ -208,27 +235,26 @@ def fabric_crd() -> dict[str, Any]:
     status = {
         "type": "object",
         "description": "Leaf, leaf-pair, leaf-quad and spine domains with their nodes, as the "
-        "labeler derived them from the topology source. Written by the labeler only.",
+        "labeler derived them from the topology source, and the NVLink domains of the nodes in "
+        "them. Written by the labeler only.",
         "properties": {
             "source": {"type": "string"},
             "summary": {
                 "type": "object",
                 "properties": dict.fromkeys(
-                    ("spines", "leaves", "nodes", "unplaced", "problems"), count
+                    ("spines", "leaves", "nodes", "unplaced", "problems", "nvlinkDomains"), count
                 ),
             },
             "tiers": {"type": "array", "items": count, "x-kubernetes-list-type": "atomic"},
             "spines": {"type": "array", "items": spine, "x-kubernetes-list-type": "atomic"},
-            "unplaced": {
-                "type": "array",
-                "x-kubernetes-list-type": "atomic",
-                "items": {
-                    "type": "object",
-                    "properties": {"node": {"type": "string"}, "reason": {"type": "string"}},
-                    "required": ["node", "reason"],
-                },
-            },
+            "unplaced": node_reason,
             "problems": strings,
+            "nvlinkDomains": {
+                "type": "array",
+                "items": nvlink_domain,
+                "x-kubernetes-list-type": "atomic",
+            },
+            "nvlinkUnknown": node_reason,
             "conditions": {
                 "type": "array",
                 "items": condition,

@@ -198,6 +198,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     ]
     assert rules("ClusterRole", "gpufabric-labeler") == [
         (("",), ("nodes",), (), ("get", "list", "patch", "watch")),
+        (("",), ("events",), (), ("create",)),  # NoNVLinkDomain on a Node
         (("gpufabric.io",), ("gpufabrics",), (), ("create", "get", "patch")),
         (("gpufabric.io",), ("gpufabrics/status",), (), ("get", "patch")),
     ]

@@ -161,9 +161,11 @@ def add_labeler(s: Serving) -> None:
     from webhook.labeler.kube import KubeNodeApi
     from webhook.labeler.nodes import Labeler
 
+    nodes = KubeNodeApi(s.api_client)
     labeler = Labeler(
-        KubeNodeApi(s.api_client),
+        nodes,
         observe=lambda outcome: s.metrics.labeler_applies.labels(outcome=outcome).inc(),
+        report=nodes.event,
     )
     s.statuses.subscribe(labeler.statuses_listed, labeler.status_event)
     s.nodes.subscribe(labeler.nodes_listed, labeler.node_event)

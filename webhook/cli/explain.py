@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from common import api
+from common import api, nvlink
 from webhook.admission.placement import Settings, mutate, plan
 from webhook.admission.requirements import Requirements
 from webhook.fleet.cache import FabricCache
@@ -48,6 +48,17 @@ class NodeFacts:
 
     def known(self) -> set[str]:
         return set(self.statuses) | set(self.node_labels)
+
+    def domain(self, name: str) -> nvlink.Domain:
+        """The NVLink domain the labeler derives for the node (status, else clique label)."""
+        return nvlink.node_domain(self.statuses.get(name), self.node_labels.get(name, {}))
+
+
+def _nvlink_line(domain: nvlink.Domain) -> list[str]:
+    """Only nodes with multi-node NVLink (or GPUs that dispute it) get the line."""
+    if not domain.value and not domain.reason:
+        return []
+    return [f"  {api.LABEL_NVLINK_DOMAIN}: {domain.value or f'none ({domain.reason})'}"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +201,7 @@ def explain(
             admitting += 1
         lines.append(f"{name}: {verdict}")
         lines += [f"  [{c.mark:<4}] {c.text}" for c in checks]
+        lines += _nvlink_line(facts.domain(name))
     if not only:
         lines += ["", f"{admitting} of {len(names)} nodes admit this pod."]
     lines += decision.warnings
@@ -198,9 +210,18 @@ def explain(
 
 
 def _nodes_for_groups(cache: FabricCache, facts: NodeFacts) -> list[dict[str, Any]]:
-    """Node objects for the group section: the given Nodes' labels, GPUs from the status."""
+    """Node objects for the group section: the given Nodes' labels plus the NVLink domain the
+    labeler would add (also for nodes given only by a status), GPUs from the status."""
     out = []
-    for name, labels in sorted(facts.node_labels.items()):
+    for name in sorted(facts.known()):
+        labels = dict(facts.node_labels.get(name, {}))
+        domain = facts.domain(name).value
+        if domain is not None:
+            labels[api.LABEL_NVLINK_DOMAIN] = domain
+        elif name in facts.statuses:
+            labels.pop(api.LABEL_NVLINK_DOMAIN, None)  # the labeler would take it off
+        if name not in facts.node_labels and domain is None:
+            continue  # neither network labels nor an NVLink domain: no level holds it
         record = cache.nodes.get(name)
         gpus = dict(record.labels).get(api.LABEL_GPU_COUNT, "0") if record else "0"
         out.append(

@@ -9,12 +9,13 @@ from typing import Any
 
 import yaml
 
-from common import api, logs
+from common import api, logs, nvlink
 from webhook.cli.documents import documents
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels
+from webhook.fabric.nvdomains import NvlinkView, nvlink_view
 from webhook.fabric.source import derive
 
 
@@ -25,7 +26,8 @@ def add_parser(sub: Any) -> None:
         description="Offline: derive leaf / leaf-pair / leaf-quad / spine domains from "
         "ibnetdiscover output, a Slurm topology.conf or topology.yaml, a gpufabric nodes.yaml, "
         "or (with "
-        "--topology-labels) the labels of Node objects (`kubectl get nodes -o yaml`).",
+        "--topology-labels) the labels of Node objects (`kubectl get nodes -o yaml`); with "
+        "statuses or Node objects, also which NVLink domains sit in which leaf domain.",
     )
     p.add_argument(
         "--source",
@@ -40,7 +42,8 @@ def add_parser(sub: Any) -> None:
         default=[],
         type=Path,
         metavar="FILE_OR_DIR",
-        help="GpuNodeStatus YAML/JSON (joins an ibnetdiscover dump by HCA GUID), or a "
+        help="GpuNodeStatus YAML/JSON (joins an ibnetdiscover dump by HCA GUID; their GPUs give "
+        "the NVLink domains), Node YAML/JSON (NVLink domains from their labels), or a "
         "`GUID hostname` map file",
     )
     p.add_argument(
@@ -89,6 +92,34 @@ def _node_labels(path: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+def _nvlink(args: argparse.Namespace, positions: Positions) -> NvlinkView:
+    """NVLink domains of the nodes in --status (and the Node YAML of --topology-labels): a
+    status's GPUs, else the Node's nvidia.com/gpu.clique, else its gpufabric.io/nvlink-domain
+    (`kubectl get nodes -o yaml` of a labelled cluster)."""
+    own: dict[str, nvlink.Domain] = {}
+    labels: dict[str, dict[str, Any]] = {}
+    for path in [*args.status, *([args.source] if args.topology_labels else [])]:
+        if path.is_file() and join.looks_like_map(path.read_text()):
+            continue
+        for doc in documents(path):
+            found = doc.get("metadata")
+            meta: dict[str, Any] = found if isinstance(found, dict) else {}
+            name = str(meta.get("name"))
+            if doc.get("kind") == api.NODE_STATUS_KIND:
+                status = doc.get("status")
+                own[name] = nvlink.status_domain(status if isinstance(status, dict) else None)
+            elif doc.get("kind") == "Node" and isinstance(meta.get("labels"), dict):
+                labels[name] = meta["labels"]
+    domains = {}
+    for name in own.keys() | labels.keys():
+        mine = labels.get(name, {})
+        d = nvlink.resolve(own.get(name, nvlink.NONE), mine.get(api.LABEL_GPU_CLIQUE))
+        if d == nvlink.NONE and name not in own:
+            d = nvlink.Domain(nvlink.from_clique_label(mine.get(api.LABEL_NVLINK_DOMAIN)))
+        domains[name] = d
+    return nvlink_view(domains, positions)
+
+
 def fabric_for(args: argparse.Namespace) -> Fabric:
     if args.topology_labels:
         return from_labels(args.topology_labels, _node_labels(args.source))
@@ -107,8 +138,14 @@ def cmd_topology(args: argparse.Namespace) -> int:
     positions = Positions(fabric)
     if args.output == "labels":
         sys.stdout.write(render.label_lines(positions))
-    elif args.output == "yaml":
-        sys.stdout.write(yaml.safe_dump(render.status(fabric, positions), sort_keys=False))
+        return 0
+    try:
+        nv = _nvlink(args, positions)
+    except SourceError as err:
+        print(f"gpufabric-webhook: {err}", file=sys.stderr)
+        return 2
+    if args.output == "yaml":
+        sys.stdout.write(yaml.safe_dump(render.status(fabric, positions, nv), sort_keys=False))
     else:
-        sys.stdout.write(render.table(fabric, positions))
+        sys.stdout.write(render.table(fabric, positions, nv))
     return 0

@@ -5,6 +5,9 @@ Watches (any thread) hand in the `gpufabric-topology` ConfigMap, each node's HCA
 matters changed: a status event that leaves a node's compute GUIDs as they were costs nothing.
 Bad input keeps the last good positions (never wipe the fleet's labels because of one bad edit);
 the GpuFabric condition says what is wrong. No ConfigMap and no preset: no network labels.
+The NVLink domains of the nodes (their statuses' GPUs, else their `nvidia.com/gpu.clique`) are shown
+in the GpuFabric status under the leaf domains that hold them; a change there re-renders the status
+without deriving the network again.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from common import api
+from common import api, nvlink
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels, levels_for
+from webhook.fabric.nvdomains import nvlink_view
 from webhook.fabric.source import configmap_source, derive
 
 log = logging.getLogger(__name__)
@@ -45,7 +49,11 @@ class FabricController:
         self._source_error = ""
         self._guids: dict[str, frozenset[int]] = {}
         self._node_labels: dict[str, dict[str, str]] = {}
+        self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
+        self._clique: dict[str, str] = {}  # each Node's nvidia.com/gpu.clique
+        self._good: Fabric | None = None  # the last fabric derived without error
         self._dirty = True
+        self._nvlink_dirty = False
         self._positions = Positions(Fabric("none"))
         self._status: dict[str, Any] = {}
         self._condition: dict[str, str] = {}
@@ -65,7 +73,14 @@ class FabricController:
     def status(self, name: str, status: Mapping[str, Any] | None) -> None:
         """A GpuNodeStatus (None: deleted). Only its compute-fabric GUIDs matter here."""
         guids = None if status is None else join.status_guids(status)
+        own = nvlink.status_domain(status)
         with self._lock:
+            if self._own_domain.get(name, nvlink.NONE) != own:
+                if own == nvlink.NONE:
+                    self._own_domain.pop(name, None)
+                else:
+                    self._own_domain[name] = own
+                self._nvlink_dirty = True
             if self._guids.get(name) == guids:
                 return
             if guids is None:
@@ -76,13 +91,25 @@ class FabricController:
 
     def statuses(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
         fresh = {name: join.status_guids(st) for name, st in items}
+        own = {n: d for n, st in items if (d := nvlink.status_domain(st)) != nvlink.NONE}
         with self._lock:
+            if own != self._own_domain:
+                self._own_domain, self._nvlink_dirty = own, True
             if fresh != self._guids:
                 self._guids = fresh
                 self._dirty = self._dirty or self._uses_guids()
 
     def node(self, name: str, labels: Mapping[str, str] | None) -> None:
-        """A Node's labels (None: deleted); only the keys the preset reads are kept."""
+        """A Node's labels (None: deleted); only the keys the preset reads are kept, and the
+        clique label."""
+        clique = (labels or {}).get(api.LABEL_GPU_CLIQUE) or ""
+        with self._lock:
+            if self._clique.get(name, "") != clique:
+                if clique:
+                    self._clique[name] = clique
+                else:
+                    self._clique.pop(name, None)
+                self._nvlink_dirty = True
         if self.preset is None:
             return
         kept = None if labels is None else {k: v for k, v in labels.items() if self._wants(k)}
@@ -104,23 +131,41 @@ class FabricController:
     def refresh(self) -> tuple[bool, dict[str, Any] | None]:
         """Re-derive if an input changed: (labels changed, new GpuFabric body or None)."""
         with self._lock:
-            if not self._dirty:
+            if not self._dirty and not self._nvlink_dirty:
                 return False, None
-            self._dirty = False
+            again, self._dirty, self._nvlink_dirty = self._dirty, False, False
             source, error = self._source, self._source_error
             guids, node_labels = dict(self._guids), dict(self._node_labels)
-        fabric, error = self._derive(source, error, guids, node_labels)
+            domains = self._domains()
+        fabric, error = self._derive(source, error, guids, node_labels) if again else (None, "")
         with self._lock:
             old = self._positions
             if fabric is not None:
-                self._positions = Positions(fabric)
-                self._status = render.status(fabric, self._positions)
+                self._positions, self._good = Positions(fabric), fabric
+            if self._good is not None:
+                view = nvlink_view(domains, self._positions)
+                self._status = render.status(self._good, self._positions, view)
             changed = dict(old.placed) != dict(self._positions.placed)
-            self._set_condition(error, source is not None or self.preset is not None)
+            if again:
+                self._set_condition(error, source is not None or self.preset is not None)
             body = self.body()
         if error:
             log.warning("topology source rejected; labels kept", extra={"error": error})
         return changed, body
+
+    def nvlink_domains(self) -> dict[str, str]:
+        """node -> its NVLink domain label value, for nodes that have one (the exports' NVLink
+        level reads this; the labeler derives the same value for the node label)."""
+        with self._lock:
+            return {n: d.value for n, d in self._domains().items() if d.value is not None}
+
+    def _domains(self) -> dict[str, nvlink.Domain]:
+        """Each node's NVLink domain, or why none (call with the lock held)."""
+        names = set(self._own_domain) | set(self._clique)
+        return {
+            n: nvlink.resolve(self._own_domain.get(n, nvlink.NONE), self._clique.get(n))
+            for n in names
+        }
 
     def body(self) -> dict[str, Any]:
         """The GpuFabric object (cluster-scoped, named `cluster`) for server-side apply."""

@@ -7,13 +7,18 @@ from typing import Any
 from webhook.fabric.levels import NETWORK_LABELS, Positions
 from webhook.fabric.model import Fabric
 from webhook.fabric.names import label_value
+from webhook.fabric.nvdomains import NvlinkView
 
 _TABLE_NODES = 6  # node names shown per leaf in the table; the YAML has all of them
 
 
-def status(fabric: Fabric, positions: Positions | None = None) -> dict[str, Any]:
-    """The GpuFabric `status` body (also `topology -o yaml`): every domain with its nodes."""
+def status(
+    fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
+) -> dict[str, Any]:
+    """The GpuFabric `status` body (also `topology -o yaml`): every domain with its nodes; with
+    NVLink domains, which leaf domains hold each (the keys only appear when there are some)."""
     pos = positions or Positions(fabric)
+    nv = nvlink or NvlinkView()
     spines = []
     for spine in fabric.spines:
         leaves = []
@@ -26,6 +31,8 @@ def status(fabric: Fabric, positions: Positions | None = None) -> dict[str, Any]
             if leaf.switches and leaf.switches != (leaf.id,):
                 entry["switches"] = list(leaf.switches)
             entry["nodes"] = list(leaf.nodes)
+            if inside := nv.in_leaf(label_value(leaf.id)):
+                entry["nvlinkDomains"] = [d.value for d in inside]
             leaves.append(entry)
         body: dict[str, Any] = {"name": label_value(spine.id)}
         if spine.switches:
@@ -42,16 +49,32 @@ def status(fabric: Fabric, positions: Positions | None = None) -> dict[str, Any]
             "problems": len(fabric.problems),
         },
     }
+    if nv.domains:
+        out["summary"]["nvlinkDomains"] = len(nv.domains)
     if fabric.tiers:
         out["tiers"] = list(fabric.tiers)
     out["spines"] = spines
     out["unplaced"] = [{"node": u.node, "reason": u.reason} for u in fabric.unplaced]
     out["problems"] = list(fabric.problems)
+    if nv.domains:
+        out["nvlinkDomains"] = [
+            {
+                "name": d.value,
+                "leaves": [{"name": leaf, "nodes": n} for leaf, n in d.per_leaf],
+                "nodes": list(d.nodes),
+            }
+            for d in nv.domains
+        ]
+    if nv.unknown:
+        out["nvlinkUnknown"] = [{"node": u.node, "reason": u.reason} for u in nv.unknown]
     return out
 
 
-def table(fabric: Fabric, positions: Positions | None = None) -> str:
+def table(
+    fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
+) -> str:
     pos = positions or Positions(fabric)
+    nv = nvlink or NvlinkView()
     lines = [f"source: {fabric.source}"]
     if fabric.tiers:
         tiers = " / ".join(str(t) for t in fabric.tiers)
@@ -77,11 +100,39 @@ def table(fabric: Fabric, positions: Positions | None = None) -> str:
             sw = f"{len(leaf.switches)} switches, " if len(leaf.switches) > 1 else ""
             what = f"{sw}{len(leaf.nodes)} nodes: {shown}" if leaf.nodes else "empty slot"
             lines.append(f"      leaf {label_value(leaf.id)}  ({what})")
+            lines += _nvlink_lines(nv, label_value(leaf.id))
+    lines += _nvlink_summary(nv)
     if fabric.unplaced:
         lines += ["", "unplaced nodes:"] + [f"  {u.node}: {u.reason}" for u in fabric.unplaced]
     if fabric.problems:
         lines += ["", "problems:"] + [f"  {p}" for p in fabric.problems]
     return "\n".join(lines) + "\n"
+
+
+def _nvlink_lines(nv: NvlinkView, leaf: str) -> list[str]:
+    out = []
+    for d in nv.in_leaf(leaf):
+        here = dict(d.per_leaf)[leaf]
+        also = f"; also in {', '.join(x for x in d.leaves if x != leaf)}" if d.spans else ""
+        out.append(f"        nvlink-domain {d.value}  ({here} nodes{also})")
+    return out
+
+
+def _nvlink_summary(nv: NvlinkView) -> list[str]:
+    if not nv.domains and not nv.unknown:
+        return []
+    spanning = [d for d in nv.domains if d.spans]
+    lines = [
+        "",
+        f"{len(nv.domains)} NVLink domain(s), {len(spanning)} spanning more than one leaf domain",
+    ]
+    lines += [f"  {d.value} spans leaf domains {', '.join(d.leaves)}" for d in spanning]
+    outside = [d for d in nv.domains if not d.leaves]
+    lines += [f"  {d.value}: {len(d.nodes)} nodes, none placed in a leaf domain" for d in outside]
+    if nv.unknown:
+        lines += ["", "nodes without an NVLink domain:"]
+        lines += [f"  {u.node}: {u.reason}" for u in nv.unknown]
+    return lines
 
 
 def label_lines(positions: Positions) -> str:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from common import api
-from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
 from webhook.groups.selector import Selector
 
 _MEMO_LIMIT = 512  # distinct pod shapes remembered per node generation
+LEAF = LEVELS.index(NETWORK_LEVELS[0])  # where the nesting network levels start in LEVELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +206,8 @@ class CapacityView:
 
     def nesting(self) -> Mapping[str, tuple[str | None, ...]] | None:
         """leaf -> its leaf-pair, leaf-quad and spine, when every node of a leaf agrees on them
-        and every labelled node has a leaf (the fabric's domains nest); else None."""
+        and every node with a network label has a leaf (the network domains nest); else None.
+        NVLink domains are not part of it: one may span two leaf domains."""
         self.index()
         return self._up
 
@@ -213,6 +215,14 @@ class CapacityView:
         """The node's domain at each level (LEVELS order), None where it has no label."""
         self.index()
         return self._where.get(node, ())
+
+    def lowest(self, node: str) -> tuple[Level, str] | None:
+        """The node's lowest domain: its NVLink domain where it has one, else its leaf (else the
+        lowest level it is labelled with); None for a node without any level label."""
+        for level, domain in zip(LEVELS, self.where(node), strict=False):
+            if domain is not None:
+                return level, domain
+        return None
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position in fabric order."""
@@ -225,7 +235,8 @@ class CapacityView:
         return tuple(level for level in LEVELS if index[level])
 
     def index(self) -> dict[Level, tuple[tuple[str, tuple[str, ...]], ...]]:
-        """Per level: (domain, its nodes) in fabric order."""
+        """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the
+        leaf domains that hold them)."""
         if self._index is None:
             built: dict[Level, dict[str, list[str]]] = {level: {} for level in LEVELS}
             for name in sorted(self.nodes, key=fabric_order):
@@ -234,11 +245,23 @@ class CapacityView:
                     domain = labels.get(level_key(level))
                     if domain:
                         built[level].setdefault(domain, []).append(name)
+            leaves = sorted(built[NETWORK_LEVELS[0]], key=fabric_order)
+            rank = {leaf: i for i, leaf in enumerate(leaves)}
+            leaf_key = level_key(NETWORK_LEVELS[0])
+
+            def key(level: Level, domain: str, members: list[str]) -> tuple[int, Any]:
+                """Network levels by name; NVLink domains (named by UUID) by the first leaf
+                domain that holds them, so they follow the fabric too."""
+                if level != LEVELS[0]:
+                    return 0, fabric_order(domain)
+                at = (rank.get(self.nodes[n].labels.get(leaf_key, ""), len(rank)) for n in members)
+                return min(at, default=len(rank)), fabric_order(domain)
+
             self._index = {
                 level: tuple(
                     (d, tuple(members))
-                    for d, members in sorted(
-                        built[level].items(), key=lambda kv: fabric_order(kv[0])
+                    for _, d, members in sorted(
+                        (key(level, d, m), d, m) for d, m in built[level].items()
                     )
                 )
                 for level in LEVELS
@@ -253,11 +276,12 @@ class CapacityView:
             }
             up: dict[str, tuple[str | None, ...]] | None = {}
             for where in self._where.values():
+                net = where[LEAF:]
                 if up is None:
                     break
-                if where[0] is None:
-                    up = None if any(where) else up
-                elif up.setdefault(where[0], where[1:]) != where[1:]:
+                if net[0] is None:
+                    up = None if any(net) else up
+                elif up.setdefault(net[0], net[1:]) != net[1:]:
                     up = None
             self._up = up
         return self._index

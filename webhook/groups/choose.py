@@ -2,12 +2,13 @@
 bench/group_sim.py.
 
 Level: the explicit one, or (auto) the smallest level with a domain large enough for the whole
-group when empty. Gang: one domain must hold every member now, each on a node its own constraints
-admit, with the GPUs free (best-fit-decreasing packing onto nodes). Choice among the domains that
-fit: tightest (least free left after placing), ties by fabric order, so big holes stay whole for
-big groups; "first" (first fit in fabric order) exists for the benchmark's comparison. Required
-waits with the reason; preferred goes up one level at a time and at the top spreads over the
-fewest domains (largest first, the last one best-fit, as Kueue's BestFit does).
+group when empty; the NVLink domain (names.LEVELS[0]) comes first where nodes carry it. Gang: one
+domain must hold every member now, each on a node its own constraints admit, with the GPUs free
+(best-fit-decreasing packing onto nodes). Choice among the domains that fit: tightest (least free
+left after placing), ties by fabric order, so big holes stay whole for big groups; "first" (first
+fit in fabric order) exists for the benchmark's comparison. Required waits with the reason;
+preferred goes up one level at a time and at the top spreads over the fewest domains (largest
+first, the last one best-fit, as Kueue's BestFit does).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from webhook.groups.capacity import CapacityView
-from webhook.groups.names import LEVELS, Level, Locality
+from webhook.groups.capacity import LEAF, CapacityView
+from webhook.groups.names import LEVELS, NVLINK_LEVEL, Level, Locality, level_key
 from webhook.groups.selector import Selector
 
 Policy = Literal["tightest", "first"]
@@ -76,6 +77,12 @@ class Candidate:
 
 
 Decision = Placed | Waiting
+
+NO_LABELS = "no node carries a level label (gpufabric.io/nvlink-domain, leaf ... spine)"
+NO_NVLINK = (
+    f"group-level {NVLINK_LEVEL}: no node carries {level_key(NVLINK_LEVEL)} (no multi-node "
+    "NVLink domain is known in this cluster)"
+)
 
 
 def demand(members: Sequence[Member]) -> int:
@@ -171,8 +178,9 @@ class _Eval:
     def sums(self) -> Sums:
         """Per level (LEVELS order), per domain: free GPUs, usable free GPUs, whole-pod slots.
 
-        One pass over the nodes that have a free GPU, adding into their leaf, then leaves rolled
-        up into their parents when the domains nest (else every level per node).
+        One pass over the nodes that have a free GPU, adding into their NVLink domain and leaf,
+        then leaves rolled up into their parents when the network domains nest (else every level
+        per node).
         """
         if self._sums is not None:
             return self._sums
@@ -180,7 +188,7 @@ class _Eval:
         per, ok = (uniform[1], uniform[0]) if uniform is not None else (0, frozenset[str]())
         any_ok, smallest = self.any_ok, self.smallest
         up = self.view.nesting()
-        width = 1 if up is not None else len(LEVELS)
+        width = LEAF + 1 if up is not None else len(LEVELS)
         total: list[dict[str, int]] = [{} for _ in LEVELS]
         usable: list[dict[str, int]] = [{} for _ in LEVELS]
         slots: list[dict[str, int]] = [{} for _ in LEVELS]
@@ -198,8 +206,8 @@ class _Eval:
                     slots[i][d] = slots[i].get(d, 0) + s
         if up is not None:
             for sums in (total, usable, slots):
-                for leaf, value in sums[0].items():
-                    for i, d in enumerate(up[leaf], start=1):
+                for leaf, value in sums[LEAF].items():
+                    for i, d in enumerate(up[leaf], start=LEAF + 1):
                         if d is not None:
                             sums[i][d] = sums[i].get(d, 0) + value
         self._sums = (total, usable, slots)
@@ -349,17 +357,19 @@ def decide(view: CapacityView, req: Request, policy: Policy = "tightest") -> Dec
                 f"the group's {at} {domain} has {usable} usable free GPUs; "
                 f"{len(req.members)} new pods need {ev.need}",
             )
+    levels = view.levels()
+    if req.level == NVLINK_LEVEL and NVLINK_LEVEL not in levels and req.locality == "required":
+        return Waiting(NVLINK_LEVEL, NO_NVLINK)
     level = start_level(view, ev, req)
     if level is None:
         if req.locality == "required":
-            return Waiting(None, "no node carries a network label (gpufabric.io/leaf ... spine)")
+            return Waiting(None, NO_LABELS)
         assigned = pack(req.members, sorted(view.nodes), ev.free, ev.eligible)
         if assigned is None:
             return Waiting(None, f"the cluster has no room for {ev.need} GPUs in these pods")
         return _placed(None, "", assigned)
     if req.within is not None:
         level = max(level, req.within[0], key=LEVELS.index)
-    levels = view.levels()
     for current in LEVELS[LEVELS.index(level) :]:
         if current not in levels:
             continue

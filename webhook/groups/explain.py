@@ -8,7 +8,17 @@ from typing import Any
 
 from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
-from webhook.groups.choose import Member, Placed, Request, candidates, chosen_level, decide
+from webhook.groups.choose import (
+    NO_LABELS,
+    NO_NVLINK,
+    Member,
+    Placed,
+    Request,
+    candidates,
+    chosen_level,
+    decide,
+)
+from webhook.groups.names import NVLINK_LEVEL
 from webhook.groups.seating import Seat, seat_new
 from webhook.groups.selector import selector_of
 
@@ -38,7 +48,7 @@ def group_section(
         f"locality {group.locality}, level {group.level}"
     )
     if level is None:
-        return ["", head, "  no node carries a network label (gpufabric.io/leaf ... spine)"]
+        return ["", head, f"  {NO_NVLINK if group.level == NVLINK_LEVEL else NO_LABELS}"]
     lines = ["", f"{head} -> {level}"]
     for c in candidates(view, members, level):
         mark = "fits" if c.fits else "no  "

@@ -15,9 +15,14 @@ GROUP_ANNOTATIONS: Final = (ANN_GROUP, ANN_SIZE, ANN_LOCALITY, ANN_LEVEL, ANN_PL
 GATE: Final = "gpufabric.io/group"
 LABEL_GROUP: Final = "gpufabric.io/group"
 
-Level = Literal["leaf", "leaf-pair", "leaf-quad", "spine"]
+Level = Literal["nvlink-domain", "leaf", "leaf-pair", "leaf-quad", "spine"]
 Locality = Literal["required", "preferred"]
-LEVELS: Final[tuple[Level, ...]] = ("leaf", "leaf-pair", "leaf-quad", "spine")  # bottom -> top
+# Bottom -> top. The first is the node's multi-node NVLink domain (GB200/GB300 NVL72): it need not
+# nest in the network levels (a domain may span two leaf domains), and most nodes have none.
+LEVELS: Final[tuple[Level, ...]] = ("nvlink-domain", "leaf", "leaf-pair", "leaf-quad", "spine")
+NVLINK_LEVEL: Final[Level] = "nvlink-domain"
+# The network levels nest: each leaf domain sits in one leaf-pair, one leaf-quad, one spine.
+NETWORK_LEVELS: Final[tuple[Level, ...]] = LEVELS[1:]
 LOCALITIES: Final[tuple[Locality, ...]] = ("required", "preferred")
 
 # Kueue manages pods that carry one of its gates or its queue label; the placer never touches them.

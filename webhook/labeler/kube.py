@@ -1,7 +1,9 @@
-"""The labeler's writes: node labels and the GpuFabric object, by server-side apply."""
+"""The labeler's writes: node labels and the GpuFabric object, by server-side apply; Events on
+Nodes."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +18,7 @@ from webhook.labeler.nodes import LabelRejected
 # A label apply must end well inside the elector's wind-down (lease 15 s - renew deadline 10 s).
 _APPLY_TIMEOUT = 4
 _TIMEOUT = 10
+_EVENT_NAMESPACE = "default"  # where Events of cluster-scoped objects go
 
 
 class KubeNodeApi:
@@ -50,6 +53,25 @@ class KubeNodeApi:
             if getattr(err, "status", None) in (403, 404, 422):
                 raise LabelRejected(f"{name}: HTTP {err.status}: {err}") from err
             raise
+
+    def event(self, name: str, reason: str, message: str) -> None:
+        """A Warning Event on the Node, where `kubectl describe node` finds it: namespace
+        default, and the node's name as its uid, as the kubelet and node controller do."""
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body: Any = {
+            "metadata": {"generateName": f"{name}.", "namespace": _EVENT_NAMESPACE},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": name, "uid": name},
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning",
+            "source": {"component": api.LABELER_FIELD_MANAGER},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        client.CoreV1Api(self.api_client).create_namespaced_event(
+            _EVENT_NAMESPACE, body, _request_timeout=_APPLY_TIMEOUT
+        )
 
 
 class KubeFabricApi:

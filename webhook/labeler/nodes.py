@@ -9,16 +9,21 @@ is repaired; a node already carrying exactly the wanted labels costs no request.
 
 Applying exactly the wanted set under our own field manager removes labels we set earlier and no
 longer want, and leaves everybody else's labels alone.
+
+The NVLink domain label comes from the status's GPUs, else the Node's own `nvidia.com/gpu.clique`
+(common.nvlink); a node whose GPUs disagree or are still forming gets none, and the leader says why
+in a Warning Event on the Node, once per reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from common import api
+from common import api, nvlink
 from common.labels import labels_for
 from common.model import NodeStatus
 from common.wire import WireError
@@ -27,6 +32,8 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 Extra = Callable[[str], Mapping[str, str]]
+Report = Callable[[str, str, str], None]  # (node, reason, message): a Warning Event on the Node
+NO_NVLINK_DOMAIN = "NoNVLinkDomain"
 
 
 class NodeApi(Protocol):
@@ -44,10 +51,17 @@ def no_extra(name: str) -> Mapping[str, str]:
     return {}
 
 
+def no_report(name: str, reason: str, message: str) -> None:
+    pass
+
+
 def wanted_labels(status: Mapping[str, Any] | None) -> dict[str, str]:
+    """The labels of the status's summary, but the NVLink domain: that one the labeler resolves
+    with the Node's clique label (`Labeler._domain`)."""
     if not status:
         return {}
-    return labels_for(NodeStatus.from_dict(status).summary)
+    summary = NodeStatus.from_dict(status).summary
+    return labels_for(dataclasses.replace(summary, nvlink_domain=None))
 
 
 def ours(labels: Mapping[str, str]) -> dict[str, str]:
@@ -76,14 +90,19 @@ class Labeler:
         extra: Extra = no_extra,
         *,
         observe: Callable[[str], None] = lambda outcome: None,
+        report: Report = no_report,
         retry_after: float = 5.0,
         idle_wait: float = 1.0,
     ) -> None:
         self.nodes = nodes
         self.extra = extra
         self.observe = observe
+        self.report = report
         self.retry_after, self.idle_wait = retry_after, idle_wait
         self._status_labels: dict[str, dict[str, str] | None] = {}  # None: status unreadable
+        self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
+        self._clique: dict[str, str] = {}  # each Node's nvidia.com/gpu.clique label
+        self._said: dict[str, str] = {}  # the last NVLink reason reported per node
         self._statuses_listed = False
         self._node_labels: dict[str, dict[str, str]] | None = None  # None: Nodes not listed yet
         self._pending: dict[str, None] = {}  # ordered set of nodes to converge
@@ -91,27 +110,42 @@ class Labeler:
 
     # -- what the watches tell us (any thread) -------------------------------------------------
     def statuses_listed(self, items: Iterable[Obj]) -> None:
+        items = list(items)
         fresh = {_name(o): _status_labels(_name(o), o.get("status")) for o in items}
+        domains = {
+            _name(o): d
+            for o in items
+            if (d := nvlink.status_domain(o.get("status"))) != nvlink.NONE
+        }
         with self._cond:
             gone = set(self._status_labels) - set(fresh)
             self._status_labels = fresh
+            self._own_domain = domains
             self._statuses_listed = True
             self._mark(set(fresh) | gone)
 
     def status_event(self, kind: str, obj: Obj) -> None:
         name = _name(obj)
         labels = {} if kind == "DELETED" else _status_labels(name, obj.get("status"))
+        domain = nvlink.NONE if kind == "DELETED" else nvlink.status_domain(obj.get("status"))
         with self._cond:
             if kind == "DELETED":
                 self._status_labels.pop(name, None)
             else:
                 self._status_labels[name] = labels
+            if domain == nvlink.NONE:
+                self._own_domain.pop(name, None)
+            else:
+                self._own_domain[name] = domain
             self._mark([name])
 
     def nodes_listed(self, items: Iterable[Obj]) -> None:
+        items = list(items)
         fresh = {_name(o): owned_labels(o.get("metadata") or {}) for o in items}
+        cliques = {_name(o): c for o in items if (c := _clique(o))}
         with self._cond:
             self._node_labels = fresh
+            self._clique = cliques
             self._mark(n for n, have in fresh.items() if have != self._wanted(n))
 
     def node_event(self, kind: str, obj: Obj) -> None:
@@ -121,7 +155,14 @@ class Labeler:
                 return  # the list that comes first covers it
             if kind == "DELETED":
                 self._node_labels.pop(name, None)
+                self._clique.pop(name, None)
+                self._said.pop(name, None)
                 return
+            clique = _clique(obj)
+            if clique:
+                self._clique[name] = clique
+            else:
+                self._clique.pop(name, None)
             have = owned_labels(obj.get("metadata") or {})
             self._node_labels[name] = have
             if have != self._wanted(name):
@@ -176,6 +217,8 @@ class Labeler:
         with self._cond:
             want = self._wanted(name)
             have = (self._node_labels or {}).get(name)
+            domain = self._domain(name)
+        self._say_nvlink(name, domain.reason if have is not None else "")
         if want is None:
             return "skipped"
         if have is None:
@@ -190,6 +233,21 @@ class Labeler:
         log.info("node labels", extra={"node": name, "outcome": outcome})
         return outcome
 
+    def _say_nvlink(self, name: str, reason: str) -> None:
+        """A Warning Event when a node's NVLink domain is unknown for a new reason (best effort:
+        the labels do not wait on it)."""
+        with self._cond:
+            if self._said.get(name, "") == reason:
+                return
+            self._said[name] = reason
+        if not reason:
+            return
+        try:
+            self.report(name, NO_NVLINK_DOMAIN, f"no {api.LABEL_NVLINK_DOMAIN} label: {reason}")
+        except Exception as err:  # noqa: BLE001 - an Event is best effort
+            log.warning("node event failed", extra={"node": name, "error": str(err)})
+        log.warning("no NVLink domain", extra={"node": name, "reason": reason})
+
     # -- helpers (call with the lock held) -----------------------------------------------------
     def _listed(self) -> bool:
         return self._statuses_listed and self._node_labels is not None
@@ -198,6 +256,9 @@ class Labeler:
         base = self._status_labels.get(name, {})
         if base is None:
             return None  # unreadable status: leave the node as it is
+        domain = self._domain(name).value
+        if domain is not None:
+            base = {**base, api.LABEL_NVLINK_DOMAIN: domain}
         source = self.extra
         try:
             more = dict(source(name))
@@ -205,6 +266,9 @@ class Labeler:
             log.warning("extra labels failed", extra={"node": name, "error": str(err)})
             more = {}
         return {**base, **more}
+
+    def _domain(self, name: str) -> nvlink.Domain:
+        return nvlink.resolve(self._own_domain.get(name, nvlink.NONE), self._clique.get(name))
 
     def _mark(self, names: Iterable[str]) -> None:
         before = len(self._pending)
@@ -216,6 +280,10 @@ class Labeler:
 
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _clique(obj: Obj) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(api.LABEL_GPU_CLIQUE) or "")
 
 
 def _status_labels(name: str, status: Mapping[str, Any] | None) -> dict[str, str] | None:
