@@ -266,8 +266,6 @@ def _fabric_of(status: Obj | None) -> list[dict[str, Any]]:
     if not isinstance(gpus, list):
         return []
     slim = [
-        {"index": g.get("index"), "fabric": g.get("fabric")}
-        for g in gpus
-        if isinstance(g, Mapping)
+        {"index": g.get("index"), "fabric": g.get("fabric")} for g in gpus if isinstance(g, Mapping)
     ]
     return slim if any(g["fabric"] for g in slim) else []

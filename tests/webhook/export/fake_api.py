@@ -103,14 +103,11 @@ class FakeSchedulerApi:
             raise ExportError(500, f"{typed}: {err.message}") from None
         objs = self.objects.setdefault((kind.group, kind.plural), {})
         old = objs.get(name)
-        if old is not None and "levels" in old.get("spec", {}):
-            if [lv["nodeLabel"] for lv in old["spec"]["levels"]] != [
-                lv["nodeLabel"] for lv in body["spec"]["levels"]
-            ]:
-                raise ExportError(
-                    422,
-                    f"{kind.kind}.{kind.group} {name!r} is invalid: spec.levels: field is immutable",
-                )
+        if old is not None and _levels(old) != _levels(body):
+            raise ExportError(
+                422,
+                f"{kind.kind}.{kind.group} {name!r} is invalid: spec.levels: field is immutable",
+            )
         new = copy.deepcopy(dict(body))
         meta = new["metadata"]
         if old is not None:
@@ -138,3 +135,7 @@ class FakeSchedulerApi:
         if schema is None:
             raise ExportError(404, "the server could not find the requested resource")
         return schema
+
+
+def _levels(obj: Obj) -> list[str]:
+    return [lv["nodeLabel"] for lv in (obj.get("spec") or {}).get("levels") or []]

@@ -207,4 +207,3 @@ def test_nvlink_domain_from_status_wins_over_clique_label() -> None:
     assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.1", "gpu-a0-02": f"{UUID}.9"}
     h.exporter.status("gpu-a0-01", None)
     assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.9", "gpu-a0-02": f"{UUID}.9"}
-
