@@ -107,6 +107,7 @@ class Exporter:
         self._synced: dict[str, int] = {}  # target -> the generation it was converged to
         self._due: dict[str, float] = {}  # target -> next unconditional look
         self._state: dict[str, str] = {}  # target -> "" ok | "unserved" | error text
+        self._listed = {"statuses": False, "nodes": False}  # nothing before both feeds listed
         self.writes = 0
 
     # -- inputs (any thread) ---------------------------------------------------------------
@@ -114,6 +115,7 @@ class Exporter:
         fresh = {name: _fabric_of(st) for name, st in items}
         with self._lock:
             self._gpus = {k: v for k, v in fresh.items() if v}
+            self._listed["statuses"] = True
 
     def status(self, name: str, status: Obj | None) -> None:
         gpus = _fabric_of(status)
@@ -127,6 +129,7 @@ class Exporter:
         fresh = {n: labels.get(api.LABEL_GPU_CLIQUE, "") for n, labels in items}
         with self._lock:
             self._cliques = {k: v for k, v in fresh.items() if v}
+            self._listed["nodes"] = True
 
     def node(self, name: str, labels: Mapping[str, str] | None) -> None:
         clique = (labels or {}).get(api.LABEL_GPU_CLIQUE, "")
@@ -159,6 +162,9 @@ class Exporter:
 
     def sync(self) -> int:
         """One round over every kind that is due; returns the writes it made."""
+        with self._lock:
+            if not all(self._listed.values()):
+                return 0  # the feeds' first lists decide the NVLink domains: wait for them
         before = self.writes
         model = self.model()
         now = self.clock()

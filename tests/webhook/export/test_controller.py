@@ -39,6 +39,8 @@ class Harness:
             recheck=30,
             clock=lambda: self.now,
         )
+        self.exporter.statuses([])
+        self.exporter.nodes([])
 
     def sync(self, advance: float = 1.0) -> int:
         self.now += advance
