@@ -13,7 +13,7 @@ from common import api, logs, nvlink
 from webhook.cli.documents import documents
 from webhook.export import slurm
 from webhook.export.kinds import KINDS
-from webhook.export.model import build
+from webhook.export.model import Model, build
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
@@ -149,10 +149,18 @@ def _nvlink_domains(args: argparse.Namespace) -> dict[str, str]:
 
 def exported(args: argparse.Namespace, positions: Positions) -> str:
     """`-o kueue|kai|volcano|slurm-tree|slurm-block`: from the same Positions as `-o labels`."""
-    model = build(positions, _nvlink_domains(args))
-    if args.output == "slurm-tree":
+    return render_export(args.output, build(positions, _nvlink_domains(args)))
+
+
+# libyaml's emitter when PyYAML has it: 4,096 HyperNode members print ~10x faster.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def render_export(output: str, model: Model) -> str:
+    if output == "slurm-tree":
         return slurm.tree(model)
-    if args.output == "slurm-block":
+    if output == "slurm-block":
         return slurm.block(model)
-    kind = KINDS[args.output]
-    return yaml.safe_dump_all(kind.objects(model, kind.versions[0]), sort_keys=False)
+    kind = KINDS[output]
+    objects = kind.objects(model, kind.versions[0])
+    return yaml.dump_all(objects, Dumper=_DUMPER, sort_keys=False) if objects else ""
