@@ -101,6 +101,7 @@ class Exporter:
         self._lock = threading.Lock()
         self._gpus: dict[str, list[dict[str, Any]]] = {}  # node -> its GPUs' index and fabric
         self._cliques: dict[str, str] = {}  # node -> nvidia.com/gpu.clique
+        self._domains: dict[str, str] | None = None  # derived from the two above; None: stale
         self._built: tuple[Positions, dict[str, str]] | None = None
         self._model: Model | None = None
         self._generation = 0  # counts rebuilt models
@@ -116,32 +117,42 @@ class Exporter:
         with self._lock:
             self._gpus = {k: v for k, v in fresh.items() if v}
             self._listed["statuses"] = True
+            self._domains = None
 
     def status(self, name: str, status: Obj | None) -> None:
         gpus = _fabric_of(status)
         with self._lock:
+            if self._gpus.get(name, []) == gpus:
+                return  # most status events change nothing the NVLink domain depends on
             if gpus:
                 self._gpus[name] = gpus
             else:
                 self._gpus.pop(name, None)
+            self._domains = None
 
     def nodes(self, items: list[tuple[str, Mapping[str, str]]]) -> None:
         fresh = {n: labels.get(api.LABEL_GPU_CLIQUE, "") for n, labels in items}
         with self._lock:
             self._cliques = {k: v for k, v in fresh.items() if v}
             self._listed["nodes"] = True
+            self._domains = None
 
     def node(self, name: str, labels: Mapping[str, str] | None) -> None:
         clique = (labels or {}).get(api.LABEL_GPU_CLIQUE, "")
         with self._lock:
+            if self._cliques.get(name, "") == clique:
+                return
             if clique:
                 self._cliques[name] = clique
             else:
                 self._cliques.pop(name, None)
+            self._domains = None
 
     def domains(self) -> dict[str, str]:
         """node -> NVLink domain value, decided as the labeler decides it (common.nvlink)."""
         with self._lock:
+            if self._domains is not None:
+                return self._domains
             gpus, cliques = dict(self._gpus), dict(self._cliques)
         out = {}
         for node in gpus.keys() | cliques.keys():
@@ -149,6 +160,9 @@ class Exporter:
             value = nvlink.node_domain({"gpus": gpus.get(node, [])}, labels).value
             if value:
                 out[node] = value
+        with self._lock:
+            if gpus == self._gpus and cliques == self._cliques:
+                self._domains = out
         return out
 
     # -- the leader's work -----------------------------------------------------------------
@@ -178,6 +192,10 @@ class Exporter:
         return self.writes - before
 
     def run(self, stop: threading.Event, period: float = 1.0) -> None:
+        """The leader's loop. A new term starts by looking at everything: while another replica
+        led, the cluster may have changed."""
+        self._synced.clear()
+        self._due.clear()
         while not stop.is_set():
             try:
                 self.sync()

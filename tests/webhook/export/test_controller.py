@@ -209,3 +209,16 @@ def test_nvlink_domain_from_status_wins_over_clique_label() -> None:
     assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.1", "gpu-a0-02": f"{UUID}.9"}
     h.exporter.status("gpu-a0-01", None)
     assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.9", "gpu-a0-02": f"{UUID}.9"}
+
+
+def test_a_new_leader_term_looks_at_everything_at_once() -> None:
+    import threading
+
+    h = Harness(FakeSchedulerApi(*ALL), ("kai",))
+    h.sync()
+    del h.api.stored(KAI)["gpufabric"]  # somebody deleted it while another replica led
+    assert h.sync() == 0  # within the resync period nothing looks
+    ended = threading.Event()
+    ended.set()
+    h.exporter.run(ended)  # a new term (ended at once: no round run here)
+    assert h.sync() == 1 and "gpufabric" in h.api.stored(KAI)
