@@ -93,7 +93,7 @@ def expand_hostlist(expr: str) -> list[str]:
     return [name for word in _split_top(expr) for name in _expand_one(word)]
 
 
-_SUFFIX = re.compile(r"^(.*?)(\d{1,9})$")  # a longer number is kept literal (Slurm reads 64 bits)
+_SUFFIX = re.compile(r"^(.*?)(\d{1,9})$")  # at most 9 digits make the number, the rest prefix
 _RUN_MAX = 100_000  # expand_hostlist refuses longer ranges
 
 
