@@ -534,3 +534,41 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
         re.findall(r"`(gpufabric_[a-z_]+)", (ROOT / "docs" / "metrics.md").read_text())
     )
     assert documented <= names, documented - names
+
+
+EXPORTS = {
+    "kueue": ("kueue.x-k8s.io", "topologies"),
+    "kai": ("kai.scheduler", "topologies"),
+    "volcano": ("topology.volcano.sh", "hypernodes"),
+}
+
+
+@pytest.mark.parametrize("target", sorted(EXPORTS))
+def test_export_components_switch_the_export_on_with_exactly_its_rbac(target: str) -> None:
+    from webhook.__main__ import build_parser
+    from webhook.serve import export_targets
+
+    docs = render(f"export-{target}")
+    args = webhook_args(docs)
+    assert f"--export={target}" in args and "--labeler" in args
+    assert export_targets(build_parser().parse_args(args)) == (target,)
+    role = find(docs, "ClusterRole", f"gpufabric-export-{target}")
+    group, plural = EXPORTS[target]
+    assert role["rules"] == [
+        {
+            "apiGroups": [group],
+            "resources": [plural],
+            "verbs": ["create", "delete", "list", "patch"],
+        }
+    ]
+    binding = find(docs, "ClusterRoleBinding", f"gpufabric-export-{target}")
+    assert [s["name"] for s in binding["subjects"]] == ["gpufabric-webhook"]
+    assert not any(d["metadata"]["name"].startswith("gpufabric-export") for d in render())
+
+
+def test_export_components_stack() -> None:
+    from webhook.__main__ import build_parser
+    from webhook.serve import export_targets
+
+    args = webhook_args(render("export-kueue", "export-kai", "export-volcano"))
+    assert export_targets(build_parser().parse_args(args)) == ("kueue", "kai", "volcano")

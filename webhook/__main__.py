@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         "coreweave, or KEY,KEY,... top level first) when ConfigMap gpufabric-topology is absent",
     )
     serve.add_argument(
+        "--export",
+        action="append",
+        metavar="KUEUE,KAI,VOLCANO",
+        help="with --labeler: keep these schedulers' topology objects equal to the fabric "
+        "(comma list, repeatable: kueue, kai, volcano; default: none)",
+    )
+    serve.add_argument(
         "--cufile-configmap",
         metavar="NAME",
         default=None,

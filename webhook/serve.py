@@ -77,6 +77,7 @@ class Serving:
     elected: dict[str, Work] = field(default_factory=dict)  # Lease name -> work while leading
     on_lead: dict[str, Callable[[bool], None]] = field(default_factory=dict)  # per Lease
     labeler: Any = None  # webhook.labeler.nodes.Labeler when --labeler
+    fabric: Any = None  # webhook.fabric.controller.FabricController when --labeler
 
 
 def _cufile_policy(api_client: Any, name: str) -> str:
@@ -185,6 +186,7 @@ def add_network(s: Serving) -> None:
     labeler = s.labeler
     fabric = FabricController(getattr(s.args, "topology_labels", None))
     labeler.extra = fabric.labels_for_node
+    s.fabric = fabric
     namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
 
     def labels(obj: Obj) -> dict[str, str]:
@@ -232,6 +234,60 @@ def add_network(s: Serving) -> None:
     s.elected[LABELER_LEASE] = work
 
 
+def export_targets(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--export kueue,kai,volcano` (repeatable); UsageError for an unknown target or a missing
+    --labeler (the exports are the labeler's fabric, under its Lease)."""
+    from webhook.export.kinds import parse_targets
+
+    try:
+        targets = parse_targets(getattr(args, "export", None))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if targets and not args.labeler:
+        raise UsageError("--export needs --labeler: the exports are the labeler's fabric")
+    return targets
+
+
+def add_export(s: Serving, targets: tuple[str, ...]) -> Any:
+    """The scheduler exports (issue 19) from the labeler's fabric and the shared feeds; the holder
+    of Lease gpufabric-labeler writes them beside the labels."""
+    from webhook.export.controller import Exporter
+    from webhook.export.kinds import KINDS
+    from webhook.export.kube import KubeExportApi
+
+    fabric = s.fabric
+    exporter = Exporter(
+        KubeExportApi(s.api_client),
+        [KINDS[t] for t in targets],
+        fabric.positions,
+        fabric.set_condition,
+    )
+
+    def labels(obj: Obj) -> dict[str, str]:
+        return dict((obj.get("metadata") or {}).get("labels") or {})
+
+    s.statuses.subscribe(
+        lambda items: exporter.statuses([(name_of(o), o.get("status")) for o in items]),
+        lambda kind, obj: exporter.status(
+            name_of(obj), None if kind == "DELETED" else obj.get("status")
+        ),
+    )
+    s.nodes.subscribe(
+        lambda items: exporter.nodes([(name_of(o), labels(o)) for o in items]),
+        lambda kind, obj: exporter.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
+    )
+    label_work = s.elected[LABELER_LEASE]
+
+    def work(stop: threading.Event) -> None:
+        t = threading.Thread(target=exporter.run, args=(stop,), name="export", daemon=True)
+        t.start()
+        label_work(stop)
+        t.join()
+
+    s.elected[LABELER_LEASE] = work
+    return exporter
+
+
 def add_placer(s: Serving) -> None:
     """The group placer: its own Lease, one copy of the work cluster-wide."""
     from webhook.groups.kube import run_placer
@@ -276,6 +332,7 @@ def start(s: Serving, stop: threading.Event) -> list[threading.Thread]:
 async def serve(args: argparse.Namespace) -> int:
     from common.kube import load_api_client
 
+    targets = export_targets(args)
     cache, metrics = FabricCache(), WebhookMetrics()
     policy = None
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
@@ -319,6 +376,8 @@ async def serve(args: argparse.Namespace) -> int:
     if args.labeler:
         add_labeler(s)
         add_network(s)
+        if targets:
+            add_export(s, targets)
 
     if getattr(args, "placer", False):
         add_placer(s)

@@ -40,6 +40,15 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def transition(
+    kind: str, new: Mapping[str, str], old: Mapping[str, str], now: Callable[[], str]
+) -> dict[str, str]:
+    """Condition `kind` with `new`'s status/reason/message; lastTransitionTime moves only when
+    the status does."""
+    since = old.get("lastTransitionTime") if old.get("status") == new["status"] else None
+    return {"type": kind, **new, "lastTransitionTime": since or now()}
+
+
 class FabricController:
     def __init__(self, topology_labels: str | None = None, now: Callable[[], str] = _now) -> None:
         self.preset = topology_labels
@@ -57,6 +66,8 @@ class FabricController:
         self._positions = Positions(Fabric("none"))
         self._status: dict[str, Any] = {}
         self._condition: dict[str, str] = {}
+        self._others: dict[str, dict[str, str]] = {}  # other flows' conditions, by type
+        self._republish = False
         self._keys = self._relevant_keys()
 
     # -- inputs (any thread) ---------------------------------------------------------------
@@ -132,8 +143,12 @@ class FabricController:
         """Re-derive if an input changed: (labels changed, new GpuFabric body or None)."""
         with self._lock:
             if not self._dirty and not self._nvlink_dirty:
-                return False, None
+                if not self._republish:
+                    return False, None
+                self._republish = False
+                return False, self.body()
             again, self._dirty, self._nvlink_dirty = self._dirty, False, False
+            self._republish = False
             source, error = self._source, self._source_error
             guids, node_labels = dict(self._guids), dict(self._node_labels)
             domains = self._domains()
@@ -173,8 +188,27 @@ class FabricController:
             "apiVersion": api.API_VERSION,
             "kind": KIND,
             "metadata": {"name": OBJECT_NAME},
-            "status": {**self._status, "conditions": [dict(self._condition)]},
+            "status": {
+                **self._status,
+                "conditions": [dict(self._condition)]
+                + [dict(self._others[k]) for k in sorted(self._others)],
+            },
         }
+
+    def positions(self) -> Positions:
+        """The positions the labels come from now (the last good ones after a bad edit)."""
+        with self._lock:
+            return self._positions
+
+    def set_condition(self, kind: str, new: Mapping[str, str]) -> None:
+        """Another flow's condition on GpuFabric `cluster` (the exports' `Exported`): published
+        with the next refresh when it changed."""
+        with self._lock:
+            old = self._others.get(kind, {})
+            cond = transition(kind, new, old, self._now)
+            if cond != old:
+                self._others[kind] = cond
+                self._republish = True
 
     # -- helpers ---------------------------------------------------------------------------
     def _derive(
@@ -208,9 +242,7 @@ class FabricController:
             }
         else:
             new = {"status": "True", "reason": "Derived", "message": "positions derived"}
-        old = self._condition
-        since = old.get("lastTransitionTime") if old.get("status") == new["status"] else None
-        self._condition = {"type": CONDITION, **new, "lastTransitionTime": since or self._now()}
+        self._condition = transition(CONDITION, new, self._condition, self._now)
 
     def _uses_guids(self) -> bool:
         return self._source is not None and self._source[0] == "ibnetdiscover"

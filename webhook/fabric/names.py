@@ -91,3 +91,50 @@ def _expand_one(word: str) -> list[str]:
 def expand_hostlist(expr: str) -> list[str]:
     """Slurm hostlist expression (`tux[0-3,12],gpu7`) -> names in order; ValueError if malformed."""
     return [name for word in _split_top(expr) for name in _expand_one(word)]
+
+
+_SUFFIX = re.compile(r"^(.*?)(\d{1,9})$")  # at most 9 digits make the number, the rest prefix
+_RUN_MAX = 100_000  # expand_hostlist refuses longer ranges
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """Names -> a Slurm hostlist expression that expands back to exactly them, in order.
+
+    Runs of consecutive numeric suffixes become ranges (`gpu[001-008]`), with Slurm's width rule:
+    a range expands to each number zero-padded to its first number's width, so `n[08-10]` and
+    `n[9-10]` hold, and `n1`, `n01` never merge. Adjacent runs with one prefix share a bracket.
+    """
+    runs: list[tuple[str, str, int]] = []  # prefix, first digits, count
+    for name in names:
+        m = _SUFFIX.match(name)
+        if not m or "[" in name or "," in name:
+            runs.append((name, "", 0))
+            continue
+        prefix, digits = m.group(1), m.group(2)
+        if runs:
+            p, first, count = runs[-1]
+            nxt = int(first) + count if count else -1
+            if count and p == prefix and count < _RUN_MAX and str(nxt).zfill(len(first)) == digits:
+                runs[-1] = (p, first, count + 1)
+                continue
+        runs.append((prefix, digits, 1))
+    words: list[tuple[str, list[str]]] = []
+    for prefix, first, count in runs:
+        if not count:
+            words.append((prefix, []))
+            continue
+        last = str(int(first) + count - 1).zfill(len(first))
+        item = first if count == 1 else f"{first}-{last}"
+        if words and words[-1][0] == prefix and words[-1][1]:
+            words[-1][1].append(item)
+        else:
+            words.append((prefix, [item]))
+    out = []
+    for prefix, items in words:
+        if not items:
+            out.append(prefix)
+        elif len(items) == 1 and "-" not in items[0]:
+            out.append(prefix + items[0])
+        else:
+            out.append(f"{prefix}[{','.join(items)}]")
+    return ",".join(out)

@@ -1,0 +1,103 @@
+"""Slurm topology.conf exports read back by the project's own Slurm reader into the same domains;
+hostlists compressed in Slurm's syntax expand back to exactly the names."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.webhook.export.fabrics import positions
+from webhook.export import slurm
+from webhook.export.model import build
+from webhook.fabric.levels import Positions
+from webhook.fabric.model import Fabric
+from webhook.fabric.names import compress_hostlist, expand_hostlist
+from webhook.fabric.slurm import parse_conf
+
+
+def _partition(pos: Positions, level: str) -> set[frozenset[str]]:
+    return {frozenset(d.nodes) for d in pos.domains if d.level == level}
+
+
+def test_block_reads_back_into_the_same_leaves_pairs_and_quads() -> None:
+    ours = positions()
+    text = slurm.block(build(ours))
+    back = Positions(parse_conf(text))
+    for level in ("leaf", "leaf-pair", "leaf-quad"):
+        assert _partition(back, level) == _partition(ours, level), level
+    assert back.fabric.unplaced == () and back.fabric.problems == ()
+    lines = text.splitlines()
+    assert lines[-1] == "BlockSizes=4,8,16"  # the largest leaf domain holds 4 nodes
+    # Spine A has 5 slots (one empty): padded to 8, so spine B's leaves start a new quad.
+    blocks = [line for line in lines if line.startswith("BlockName=")]
+    assert len(blocks) == 10 and sum("Nodes=" not in b for b in blocks) == 4
+
+
+def test_block_keeps_fabric_order() -> None:
+    text = slurm.block(build(positions()))
+    firsts = [
+        expand_hostlist(line.split("Nodes=")[1])[0]
+        for line in text.splitlines()
+        if "Nodes=" in line
+    ]
+    assert firsts == ["gpu-a0-01", "gpu-a2-01", "gpu-a3-01", "gpu-a4-01", "gpu-b0-01", "gpu-b1-01"]
+
+
+def test_tree_reads_back_with_one_switch_per_domain_at_every_level() -> None:
+    ours = positions()
+    text = slurm.tree(build(ours))
+    back = Positions(parse_conf(text))
+    assert _partition(back, "leaf") == _partition(ours, "leaf")
+    # The reader makes a spine domain of leaves under one parent: here our leaf pairs.
+    assert _partition(back, "spine") == _partition(ours, "leaf-pair")
+    # Every switch's subtree, as Slurm's tree plugin sees it, is one of our domains.
+    children: dict[str, list[str]] = {}
+    leaves: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        fields = dict(word.split("=", 1) for word in line.split())
+        if "Nodes" in fields:
+            leaves[fields["SwitchName"]] = expand_hostlist(fields["Nodes"])
+        else:
+            children[fields["SwitchName"]] = expand_hostlist(fields["Switches"])
+
+    def under(name: str) -> frozenset[str]:
+        if name in leaves:
+            return frozenset(leaves[name])
+        return frozenset(n for c in children[name] for n in under(c))
+
+    prefixes = {"spine": "spine", "leaf-quad": "leaf-quad", "leaf-pair": "leaf-pair"}
+    for level, prefix in prefixes.items():
+        switches = {under(s) for s in children if s.startswith(prefix + "-")}
+        assert switches == _partition(ours, level), level
+
+
+def test_nothing_placed_prints_nothing() -> None:
+    model = build(Positions(Fabric("none")))
+    assert slurm.tree(model) == slurm.block(model) == ""
+
+
+names = st.lists(
+    st.builds(
+        lambda p, n, w: p + str(n).zfill(w),
+        st.sampled_from(["gpu", "n", "rack1-n", "a.b", "x-"]),
+        st.integers(0, 1200),
+        st.integers(0, 4),
+    )
+    | st.sampled_from(["login", "gpu", "n01a"]),
+    max_size=40,
+)
+
+
+@given(names)
+def test_compressed_hostlist_expands_to_exactly_the_names(hosts: list[str]) -> None:
+    expr = compress_hostlist(hosts)
+    assert (expand_hostlist(expr) if expr else []) == hosts
+
+
+def test_compressed_hostlist_spelling() -> None:
+    assert compress_hostlist([f"gpu{i:03d}" for i in range(1, 9)]) == "gpu[001-008]"
+    assert compress_hostlist(["n8", "n9", "n10", "n12"]) == "n[8-10,12]"
+    assert compress_hostlist(["n1", "n01"]) == "n[1,01]"
+    assert compress_hostlist(["a1", "b2"]) == "a1,b2"
