@@ -18,7 +18,7 @@ from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels
-from webhook.fabric.nvdomains import NvlinkView, nvlink_view
+from webhook.fabric.nvdomains import nvlink_view
 from webhook.fabric.source import derive
 
 EXPORTS = ("kueue", "kai", "volcano", "slurm-tree", "slurm-block")
@@ -98,10 +98,10 @@ def _node_labels(path: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def _nvlink(args: argparse.Namespace, positions: Positions) -> NvlinkView:
+def _domains(args: argparse.Namespace) -> dict[str, nvlink.Domain]:
     """NVLink domains of the nodes in --status (and the Node YAML of --topology-labels): a
     status's GPUs, else the Node's nvidia.com/gpu.clique, else its gpufabric.io/nvlink-domain
-    (`kubectl get nodes -o yaml` of a labelled cluster)."""
+    (`kubectl get nodes -o yaml` of a labelled cluster). The table, yaml and exports read it."""
     own: dict[str, nvlink.Domain] = {}
     labels: dict[str, dict[str, Any]] = {}
     for path in [*args.status, *([args.source] if args.topology_labels else [])]:
@@ -123,7 +123,7 @@ def _nvlink(args: argparse.Namespace, positions: Positions) -> NvlinkView:
         if d == nvlink.NONE and name not in own:
             d = nvlink.Domain(nvlink.from_clique_label(mine.get(api.LABEL_NVLINK_DOMAIN)))
         domains[name] = d
-    return nvlink_view(domains, positions)
+    return domains
 
 
 def fabric_for(args: argparse.Namespace) -> Fabric:
@@ -142,51 +142,24 @@ def cmd_topology(args: argparse.Namespace) -> int:
         print(f"gpufabric-webhook: {args.source}: not a text file", file=sys.stderr)
         return 2
     positions = Positions(fabric)
-    if args.output in EXPORTS:
-        sys.stdout.write(exported(args, positions))
-    elif args.output == "labels":
+    if args.output == "labels":
         sys.stdout.write(render.label_lines(positions))
         return 0
     try:
-        nv = _nvlink(args, positions)
+        domains = _domains(args)
     except SourceError as err:
         print(f"gpufabric-webhook: {err}", file=sys.stderr)
         return 2
+    if args.output in EXPORTS:
+        values = {n: d.value for n, d in domains.items() if d.value is not None}
+        sys.stdout.write(render_export(args.output, build(positions, values)))
+        return 0
+    nv = nvlink_view(domains, positions)
     if args.output == "yaml":
         sys.stdout.write(yaml.safe_dump(render.status(fabric, positions, nv), sort_keys=False))
     else:
         sys.stdout.write(render.table(fabric, positions, nv))
     return 0
-
-
-def _nvlink_domains(args: argparse.Namespace) -> dict[str, str]:
-    """node -> NVLink domain, from the GpuNodeStatus and Node objects given (--status, and the
-    Node YAML of --source with --topology-labels), as the labeler decides it."""
-    statuses: dict[str, Any] = {}
-    labels: dict[str, dict[str, str]] = {}
-    paths = list(args.status) + ([args.source] if args.topology_labels else [])
-    for path in paths:
-        if path.is_file() and join.looks_like_map(path.read_text()):
-            continue
-        for doc in documents(path):
-            name = str((doc.get("metadata") or {}).get("name", ""))
-            if doc.get("kind") == api.NODE_STATUS_KIND:
-                statuses[name] = doc.get("status")
-            elif doc.get("kind") == "Node":
-                labels[name] = {
-                    str(k): str(v) for k, v in (doc["metadata"].get("labels") or {}).items()
-                }
-    out = {}
-    for node in set(statuses) | set(labels):
-        value = nvlink.node_domain(statuses.get(node), labels.get(node, {})).value
-        if value:
-            out[node] = value
-    return out
-
-
-def exported(args: argparse.Namespace, positions: Positions) -> str:
-    """`-o kueue|kai|volcano|slurm-tree|slurm-block`: from the same Positions as `-o labels`."""
-    return render_export(args.output, build(positions, _nvlink_domains(args)))
 
 
 # libyaml's emitter when PyYAML has it: 4,096 HyperNode members print ~10x faster.
