@@ -117,6 +117,10 @@ def _parse_topology(text: str) -> Dump:
     dump = Dump("topology")
     current: IbNode | None = None
     started = False
+    blocks: dict[str, tuple[int, int]] = {}  # node id -> (its Switch/Ca line, ports it declares)
+    cabled: dict[tuple[str, str], tuple[str, str, int]] = {}  # (id, port) -> (peer, its port, line)
+    ports = 0  # the current block's declared port count
+    no = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
@@ -126,13 +130,17 @@ def _parse_topology(text: str) -> Dump:
             p = _PORT.match(line)
             if p is None:
                 raise SourceError("cannot read this port line (truncated?)", no, raw)
-            _port, own_guid, peer_prefix, peer_guid, _peer_port, peer_port_guid = p.groups()
+            port, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
             peer = dump.add(peer_prefix, peer_guid, "", no)
             if own_guid:
                 current.port_guids.add(int(own_guid, 16))
             if peer_port_guid:
                 peer.port_guids.add(int(peer_port_guid, 16))
             dump.link(current.id, peer.id)
+            key = (current.id, port)
+            if key in cabled or int(port) > ports:
+                raise SourceError(_bad_port(current.id, port, ports, key in cabled), no, raw)
+            cabled[key] = (peer.id, peer_port, no)
             continue
         if line.startswith("#"):
             started = True
@@ -146,10 +154,18 @@ def _parse_topology(text: str) -> Dump:
         m = _NODE.match(line)
         if m:
             started = True
-            kind, _nports, prefix, guid, desc, _rest = m.groups()
+            kind, nports, prefix, guid, desc, _rest = m.groups()
             if _PREFIX[kind] != prefix:
                 raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
             current = dump.add(prefix, guid, desc or "", no)
+            if current.id in blocks:
+                raise SourceError(
+                    f"second block for {current.id} (first at line {blocks[current.id][0]})",
+                    no,
+                    raw,
+                )
+            ports = int(nports)
+            blocks[current.id] = (no, ports)
             continue
         if not started:
             dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
@@ -157,7 +173,52 @@ def _parse_topology(text: str) -> Dump:
         if _PORT.match(line):
             raise SourceError("port line outside a Switch/Ca block", no, raw)
         raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
+    _check_whole(blocks, cabled, no)
     return dump
+
+
+def _bad_port(node: str, port: str, declared: int, twice: bool) -> str:
+    if twice:
+        return f"{node} lists port [{port}] twice"
+    return f"{node} port [{port}] is past the {declared} ports its Switch/Ca line declares"
+
+
+def _check_whole(
+    blocks: dict[str, tuple[int, int]],
+    cabled: dict[tuple[str, str], tuple[str, str, int]],
+    last: int,
+) -> None:
+    """ibnetdiscover prints a block for every node it found, and every cable from both of its
+    ends (its links are recorded both ways). A port line whose far end has no block, or whose far
+    end's block does not list the cable back, or a switch block with no port at all, means the
+    dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
+    would shift, so it is refused."""
+    for (node, port), (peer, peer_port, no) in cabled.items():
+        if cabled.get((peer, peer_port), _NOWHERE)[:2] == (node, port):
+            continue
+        where = f"the dump ends at line {last}"
+        if peer not in blocks:
+            problem = f"{peer} has no block in the dump"
+        else:
+            problem = (
+                f"{peer}'s block (line {blocks[peer][0]}) does not list port [{peer_port}] back"
+            )
+        raise SourceError(
+            f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "
+            f"cut short ({where}) or was edited",
+            no,
+        )
+    with_ports = {node for node, _ in cabled}
+    for node, (no, _ports) in blocks.items():
+        if node.startswith("S-") and node not in with_ports:  # a switch is found through a cable
+            raise SourceError(
+                f"{node}'s Switch block lists no port: the dump is cut short (the dump ends at "
+                f"line {last}) or was edited",
+                no,
+            )
+
+
+_NOWHERE = ("", "", 0)
 
 
 def _parse_ports(text: str) -> Dump:
@@ -175,6 +236,8 @@ def _parse_ports(text: str) -> Dump:
             raise SourceError("cannot read this line as an `ibnetdiscover -p` port line", no, raw)
         started = True
         kind, _lid, _port, guid, _w, _s, pkind, _plid, _pport, pguid, descs, tail = m.groups()
+        if not pkind and tail.startswith("-"):  # "... 4x EDR - SW 1719" and no more
+            raise SourceError("port line cut short: its far end is incomplete", no, raw)
         own_desc, peer_desc = _descs(descs, tail)
         # -p prints port GUIDs; a switch's port 0 GUID is its node GUID.
         own = dump.add(_PREFIX[kind], guid, own_desc, no)
