@@ -117,9 +117,12 @@ def _parse_topology(text: str) -> Dump:
     dump = Dump("topology")
     current: IbNode | None = None
     started = False
-    blocks: dict[str, tuple[int, int]] = {}  # node id -> (its Switch/Ca line, ports it declares)
-    cabled: dict[tuple[str, str], tuple[str, str, int]] = {}  # (id, port) -> (peer, its port, line)
-    ports = 0  # the current block's declared port count
+    # For _check_whole: each cable as seen from one end, "<id>[<port>" -> "<peer id>[<its port>"
+    # (strings, not tuples: no garbage collector work for the ~200,000 ports of a large fabric).
+    cabled: dict[str, str] = {}
+    blocks: dict[str, int] = {}  # node id -> its Switch/Ca line
+    portless: dict[str, int] = {}  # switches whose block has shown no port line
+    declared, fresh = 0, False  # the current block's port count; no port line seen in it yet
     no = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -137,10 +140,15 @@ def _parse_topology(text: str) -> Dump:
             if peer_port_guid:
                 peer.port_guids.add(int(peer_port_guid, 16))
             dump.link(current.id, peer.id)
-            key = (current.id, port)
-            if key in cabled or int(port) > ports:
-                raise SourceError(_bad_port(current.id, port, ports, key in cabled), no, raw)
-            cabled[key] = (peer.id, peer_port, no)
+            if fresh:
+                portless.pop(current.id, None)
+                fresh = False
+            seen = len(cabled)
+            cabled[current.id + "[" + port] = peer.id + "[" + peer_port
+            if len(cabled) == seen or int(port) > declared:
+                raise SourceError(
+                    _bad_port(current.id, port, declared, len(cabled) == seen), no, raw
+                )
             continue
         if line.startswith("#"):
             started = True
@@ -159,13 +167,12 @@ def _parse_topology(text: str) -> Dump:
                 raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
             current = dump.add(prefix, guid, desc or "", no)
             if current.id in blocks:
-                raise SourceError(
-                    f"second block for {current.id} (first at line {blocks[current.id][0]})",
-                    no,
-                    raw,
-                )
-            ports = int(nports)
-            blocks[current.id] = (no, ports)
+                first = blocks[current.id]
+                raise SourceError(f"second block for {current.id} (first at line {first})", no, raw)
+            blocks[current.id] = no
+            declared, fresh = int(nports), True
+            if prefix == "S":
+                portless[current.id] = no
             continue
         if not started:
             dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
@@ -173,7 +180,7 @@ def _parse_topology(text: str) -> Dump:
         if _PORT.match(line):
             raise SourceError("port line outside a Switch/Ca block", no, raw)
         raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
-    _check_whole(blocks, cabled, no)
+    _check_whole(text, cabled, blocks, portless, no)
     return dump
 
 
@@ -184,41 +191,45 @@ def _bad_port(node: str, port: str, declared: int, twice: bool) -> str:
 
 
 def _check_whole(
-    blocks: dict[str, tuple[int, int]],
-    cabled: dict[tuple[str, str], tuple[str, str, int]],
-    last: int,
+    text: str, cabled: dict[str, str], blocks: dict[str, int], portless: dict[str, int], last: int
 ) -> None:
     """ibnetdiscover prints a block for every node it found, and every cable from both of its
     ends (its links are recorded both ways). A port line whose far end has no block, or whose far
     end's block does not list the cable back, or a switch block with no port at all, means the
     dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
-    would shift, so it is refused."""
-    for (node, port), (peer, peer_port, no) in cabled.items():
-        if cabled.get((peer, peer_port), _NOWHERE)[:2] == (node, port):
+    would shift, so it is refused, naming the first such line."""
+    ends = f"the dump ends at line {last}"
+    for end, far in cabled.items():
+        if cabled.get(far) == end:
             continue
-        where = f"the dump ends at line {last}"
+        node, port = end.split("[")
+        peer, peer_port = far.split("[")
         if peer not in blocks:
             problem = f"{peer} has no block in the dump"
         else:
-            problem = (
-                f"{peer}'s block (line {blocks[peer][0]}) does not list port [{peer_port}] back"
-            )
+            problem = f"{peer}'s block (line {blocks[peer]}) does not list port [{peer_port}] back"
         raise SourceError(
-            f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "
-            f"cut short ({where}) or was edited",
-            no,
+            f"{node} port [{port}] is cabled to {far}], but {problem}: the dump is cut short "
+            f"({ends}) or was edited",
+            _line_of(text, node, port),
         )
-    with_ports = {node for node, _ in cabled}
-    for node, (no, _ports) in blocks.items():
-        if node.startswith("S-") and node not in with_ports:  # a switch is found through a cable
-            raise SourceError(
-                f"{node}'s Switch block lists no port: the dump is cut short (the dump ends at "
-                f"line {last}) or was edited",
-                no,
-            )
+    for node, no in portless.items():
+        raise SourceError(
+            f"{node}'s Switch block lists no port: the dump is cut short ({ends}) or was edited", no
+        )
 
 
-_NOWHERE = ("", "", 0)
+def _line_of(text: str, node: str, port: str) -> int | None:
+    """The line of `node`'s block that lists `port` (only when reporting a problem)."""
+    inside = False
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        m = _NODE.match(line)
+        if m:
+            inside = node_id(_PREFIX[m.group(1)], m.group(4)) == node
+        elif inside and line.startswith(f"[{port}]"):
+            return no
+    return None
 
 
 def _parse_ports(text: str) -> Dump:
