@@ -198,7 +198,7 @@ def _check_whole(
     end's block does not list the cable back, or a switch block with no port at all, means the
     dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
     would shift, so it is refused, naming the first such line."""
-    ends = f"the dump ends at line {last}"
+    ends = f"it ends at line {last}"
     for end, far in cabled.items():
         if cabled.get(far) == end:
             continue

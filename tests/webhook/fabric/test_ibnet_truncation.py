@@ -44,7 +44,7 @@ def test_the_named_line_is_the_cable_whose_far_end_is_missing() -> None:
     assert err.value.line is not None
     peer = re.search(r'"([SH]-[0-9a-f]{16})"', lines[err.value.line - 1])
     assert peer is not None and f"{peer.group(1)} has no block" in str(err.value)
-    assert f"the dump ends at line {keep}" in str(err.value)
+    assert f"the dump is cut short (it ends at line {keep})" in str(err.value)
 
 
 def test_a_dump_cut_after_its_last_switch_block_is_refused() -> None:
