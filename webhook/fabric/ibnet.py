@@ -197,7 +197,7 @@ def _check_whole(
     ends (its links are recorded both ways). A port line whose far end has no block, or whose far
     end's block does not list the cable back, or a switch block with no port at all, means the
     dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
-    would shift, so it is refused, naming the first such line."""
+    would shift, so it is refused, naming the line."""
     ends = f"it ends at line {last}"
     for end, far in cabled.items():
         if cabled.get(far) == end:
@@ -213,7 +213,8 @@ def _check_whole(
             f"({ends}) or was edited",
             _line_of(text, node, port),
         )
-    for node, no in portless.items():
+    if portless:
+        node, no = next(iter(portless.items()))
         raise SourceError(
             f"{node}'s Switch block lists no port: the dump is cut short ({ends}) or was edited", no
         )
