@@ -7,16 +7,30 @@ nesting, byte flips, cuts and insertions. Every body goes through webhook.server
 admitted without every requirement they asked for in every required node-selector term.
 
     .venv/bin/python bench/webhook_fuzz.py [--reviews 100000] [--seed 1]
+    .venv/bin/python bench/webhook_fuzz.py --rss [--reviews 200000] [--warmup 20000] [--src DIR]
+
+`--rss` (issue 17) measures memory instead: `serve`'s HTTPS site (webhook.server.app, golden
+cache, its own process) is sent reviews over TLS from this process, half of them well-formed pods
+of many shapes (every annotation, GPU counts, nodeSelectors and required terms on our labels,
+preferred-HCA lists and `In` lists from 1 to 5,000 entries: what fills every memo keyed by a pod's
+shape), half damaged as above. The server's RSS is read from /proc after `--warmup` reviews and
+every 10,000 after; the bar is <= +30 MB from the warm-up reading to the end. `--src DIR` runs the
+server from another checkout (e.g. the code before issue 17) for a before/after pair.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import copy
+import datetime as dt
 import json
 import random
+import ssl
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import jsonpatch  # noqa: E402
 
+from common import api  # noqa: E402
 from tests.webhook.helpers import golden_cache  # noqa: E402
 from webhook.admission.placement import Settings, plan  # noqa: E402
 from webhook.admission.requirements import check  # noqa: E402
@@ -101,11 +116,139 @@ def unconstrained(body: bytes, out: Any, cache: Any) -> bool:
     return not all(n.expr in t.get("matchExpressions", []) for n in needs for t in terms)
 
 
+LABELS = sorted(api.ALL_LABELS)
+SIZES = (1, 2, 8, 50, 500, 5000)
+
+
+def shaped(rng: random.Random) -> bytes:
+    """A well-formed pod review of a random shape (see the module doc); some values are invalid
+    (REQUIRED, too many GPUs for any node) as users write them."""
+    doc = copy.deepcopy(BASE)
+    doc["request"]["uid"] = f"{rng.getrandbits(64):016x}"
+    obj = doc["request"]["object"]
+    obj["metadata"]["name"] = f"p{rng.getrandbits(32)}"
+    ann: dict[str, str] = {}
+    if rng.random() < 0.8:
+        ann[api.ANN_RDMA] = rng.choice(["required", "preferred", "REQUIRED"])
+    if rng.random() < 0.5:
+        ann[api.ANN_RDMA_MIN_PORTS] = str(rng.randint(1, 16))
+    if rng.random() < 0.5:
+        names = (f"mlx5_{rng.randrange(10_000)}" for _ in range(rng.choice(SIZES)))
+        ann[api.ANN_PREFERRED_HCAS] = ",".join(names)
+    if rng.random() < 0.5:
+        ann[api.ANN_TOPOLOGY] = rng.choice(["any", "same-socket", "nvlink"])
+    if rng.random() < 0.5:
+        ann[api.ANN_MIN_NVLINK_BW] = str(rng.randint(1, 2000))
+    if rng.random() < 0.3:
+        ann[api.ANN_CUFILE] = rng.choice(["required", "preferred"])
+    if rng.random() < 0.3:
+        ann["gpufabric.io/group"] = f"g{rng.getrandbits(20)}"
+        ann["gpufabric.io/group-size"] = str(rng.randint(1, 64))
+    obj["metadata"]["annotations"] = ann
+    spec = obj["spec"]
+    if rng.random() < 0.5:
+        spec["nodeSelector"] = {rng.choice(LABELS): str(rng.getrandbits(20)) for _ in range(2)}
+    if rng.random() < 0.5:
+        terms = [
+            {
+                "matchExpressions": [
+                    {
+                        "key": rng.choice(LABELS),
+                        "operator": rng.choice(["In", "NotIn"]),
+                        "values": [str(rng.getrandbits(30)) for _ in range(rng.choice(SIZES))],
+                    }
+                ]
+            }
+            for _ in range(rng.randint(1, 3))
+        ]
+        required = {"nodeSelectorTerms": terms}
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+        }
+    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(rng.randint(1, 16))}}
+    return json.dumps(doc).encode()
+
+
+def mixed(rng: random.Random, i: int) -> bytes:
+    return shaped(rng) if i % 2 else structured(rng) if i % 4 == 0 else damaged(rng)
+
+
+def rss(args: argparse.Namespace) -> None:
+    """Server RSS over `args.reviews` mixed reviews sent over TLS (see the module doc)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import aiohttp
+    from webhook_connections_bench import SERVER, rss_mb
+
+    from certs.pki import make_ca, make_serving
+
+    now = dt.datetime.now(dt.UTC)
+    tmp = Path(tempfile.mkdtemp())
+    ca = make_ca("bench", now)
+    serving = make_serving(ca, ["localhost", "127.0.0.1"], now)
+    for name, pem in (("ca", ca.cert_pem), ("tls.crt", serving.cert_pem)):
+        (tmp / name).write_bytes(pem)
+    (tmp / "tls.key").write_bytes(serving.key_pem)
+    src = Path(args.src).resolve() if args.src else ROOT
+    code = SERVER.format(root=str(src), cert=str(tmp / "tls.crt"), key=str(tmp / "tls.key"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "bounded"], stdout=subprocess.PIPE, text=True, cwd=src
+    )
+    rng = random.Random(args.seed)
+    readings: list[tuple[int, float]] = []
+
+    async def send() -> None:
+        assert proc.stdout is not None
+        url = f"https://localhost:{int(proc.stdout.readline())}/mutate"
+        readings.append((0, rss_mb(proc.pid)))
+        ctx = ssl.create_default_context(cafile=str(tmp / "ca"))
+        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=8)) as s:
+
+            async def one(body: bytes) -> int:
+                async with s.post(url, data=body, headers=headers) as r:
+                    await r.read()
+                    return r.status
+
+            step = 1000
+            for start in range(0, args.reviews, step):
+                bodies = [mixed(rng, i) for i in range(start, start + step)]
+                codes = await asyncio.gather(*map(one, bodies))
+                if any(c not in (200, 400) for c in codes):
+                    raise SystemExit(f"an answer other than 200/400 near review {start}")
+                done = start + step
+                if done == args.warmup or (done > args.warmup and done % 10_000 == 0):
+                    readings.append((done, rss_mb(proc.pid)))
+                    print(f"{done:8d} reviews: RSS {readings[-1][1]:6.1f} MB", flush=True)
+
+    started = time.perf_counter()
+    try:
+        asyncio.run(send())
+    finally:
+        proc.kill()
+        proc.wait()
+    warm = next(mb for n, mb in readings if n == args.warmup)
+    top = max(mb for n, mb in readings if n >= args.warmup)
+    print(
+        f"{args.reviews} mixed reviews over TLS in {time.perf_counter() - started:.0f} s "
+        f"(seed {args.seed}, server from {src}): RSS {readings[0][1]:.1f} MB at start, "
+        f"{warm:.1f} MB after {args.warmup} (warm-up), at most {top:.1f} MB after "
+        f"(+{top - warm:.1f} MB; bar +30 MB), {readings[-1][1]:.1f} MB at the end"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reviews", type=int, default=100_000, help="default: 100000")
+    parser.add_argument("--reviews", type=int, default=None, help="default: 100000 (--rss: 200000)")
     parser.add_argument("--seed", type=int, default=1, help="default: 1")
+    parser.add_argument("--rss", action="store_true", help="server RSS over TLS (issue 17)")
+    parser.add_argument("--warmup", type=int, default=20_000, help="--rss: default 20000")
+    parser.add_argument("--src", default="", help="--rss: run the server from this checkout")
     args = parser.parse_args()
+    if args.rss:
+        args.reviews = args.reviews or 200_000
+        rss(args)
+        return
+    args.reviews = args.reviews or 100_000
     rng = random.Random(args.seed)
     cache, settings = golden_cache(), Settings(inject_nccl_tuning=True)
     statuses: dict[int, int] = {}

@@ -29,6 +29,14 @@ class Settings:
     largest_spine_gpus: Callable[[], int | None] | None = None
 
 
+# The memo tables keyed by pod shapes hold a bounded number of entries, each of bounded size (a
+# pod can be 1.5 MiB: nothing read from it goes into a key unchecked).
+PLANS = 256  # _plan: keyed by six scalars
+QUERIES = 256  # _only: one-term queries of a nodeSelector's short values (labels' own bound)
+PINNED = 256  # _pinned: (plan, pin) objects, both bounded
+LABEL_VALUE_MAX = 63  # a longer value matches no label, so it is never worth remembering
+
+
 @dataclass(frozen=True, slots=True)
 class Need:
     """One node requirement with the words that explain it."""
@@ -37,7 +45,7 @@ class Need:
     why: str
 
 
-# eq=False: plan() hands out one Plan per Requirements (it holds dicts, so it has no value
+# eq=False: plan() hands out one Plan per kind of Requirements (it holds dicts, so it has no value
 # hash), and _pinned memoizes by it.
 @dataclass(frozen=True, slots=True, eq=False)
 class Plan:
@@ -75,51 +83,65 @@ def _in(key: str, *values: str) -> Expr:
     return {"key": key, "operator": "In", "values": list(values)}
 
 
-@functools.lru_cache(maxsize=256)
 def plan(req: Requirements) -> Plan:
-    """What the requirements ask of a node (memoized: Requirements is a frozen value; the
-    expressions and terms are shared, so PodEdit copies them into any pod that outlives the
-    review)."""
+    """What the requirements ask of a node (memoized by the fields it reads: the expressions and
+    terms are shared, so PodEdit copies them into any pod that outlives the review)."""
+    return _plan(
+        req.gpus, req.topology, req.min_nvlink_bandwidth, req.rdma, req.rdma_min_ports, req.cufile
+    )
+
+
+# Keyed by six scalars, never by the Requirements: a pod's preferred-hcas list (as long as the pod
+# is) or claim name is not what a plan depends on, and the memo must not keep it (issue 17).
+@functools.lru_cache(maxsize=PLANS)
+def _plan(
+    gpus_asked: int,
+    topology: str,
+    min_nvlink_bandwidth: int | None,
+    rdma: str | None,
+    rdma_min_ports: int | None,
+    cufile_level: str | None,
+) -> Plan:
     required: list[Need] = []
     preferred: list[tuple[int, tuple[Need, ...]]] = []
-    gpus = max(req.gpus, 1)
-    if req.topology == "nvlink":
-        size = max(req.gpus, 2)
+    gpus = max(gpus_asked, 1)
+    if topology == "nvlink":
+        size = max(gpus_asked, 2)
         required.append(
             Need(
                 _gt(api.LABEL_NVLINK_ISLAND_SIZE, size),
                 f"an NVLink island of at least {size} GPUs ({api.ANN_TOPOLOGY}=nvlink)",
             )
         )
-    elif req.topology == "same-socket":
+    elif topology == "same-socket":
         required.append(
             Need(
                 _gt(api.LABEL_NUMA_GPUS_MAX, gpus),
                 f"{gpus} GPUs on one NUMA node ({api.ANN_TOPOLOGY}=same-socket)",
             )
         )
-    if req.min_nvlink_bandwidth:
+    if min_nvlink_bandwidth:
         required.append(
             Need(
-                _gt(api.LABEL_NVLINK_BANDWIDTH, req.min_nvlink_bandwidth),
-                f"NVLink bandwidth of at least {req.min_nvlink_bandwidth} GB/s per GPU",
+                _gt(api.LABEL_NVLINK_BANDWIDTH, min_nvlink_bandwidth),
+                f"NVLink bandwidth of at least {min_nvlink_bandwidth} GB/s per GPU",
             )
         )
-    if req.rdma:
-        ports = req.rdma_min_ports or 1
-        rdma = (
+    if rdma:
+        ports = rdma_min_ports or 1
+        over_rdma = (
             Need(_in(api.LABEL_RDMA, "true"), "GPUDirect RDMA over an ACTIVE port"),
             Need(_gt(api.LABEL_RDMA_PORTS, ports), f"at least {ports} ACTIVE GPUDirect RDMA ports"),
         )
-        if req.rdma == "required":
-            required.extend(rdma)
+        if rdma == "required":
+            required.extend(over_rdma)
         else:
-            preferred.append((50, rdma))
-    if req.cufile == "required":
+            preferred.append((50, over_rdma))
+    if cufile_level == "required":
         required.append(
             Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage (cuFile, not compat)")
         )
-    elif req.cufile == "preferred":
+    elif cufile_level == "preferred":
         preferred.append((20, (Need(_in(api.LABEL_CUFILE, "true"), "GPUDirect Storage"),)))
     preferred.append((10, (Need(_in(api.LABEL_FABRIC_HEALTH, "ok"), "a healthy fabric"),)))
     conds = tuple(c for n in required if (c := _cond(n.expr)) is not None)
@@ -188,7 +210,10 @@ def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) 
     base = set(extra)
     base.update(selector)
     if not any(owns):  # the usual pod: no term says anything about our labels
-        return _only(tuple(sorted(base)))
+        conds = tuple(sorted(base))
+        if all(len(value) <= LABEL_VALUE_MAX for _, _, (value,) in selector):
+            return _only(conds)
+        return (conds,)
     terms = {frozenset(base.union(own)) for own in owns}
     kept: list[frozenset[Cond]] = []
     for t in sorted(terms, key=len):  # a term that holds more than another adds nothing
@@ -218,7 +243,7 @@ def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
     return own, terms
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=QUERIES)
 def _only(conds: tuple[Cond, ...]) -> Query:
     """The one-term query (interned: alike pods hand the fleet the same object)."""
     return (conds,)
@@ -252,7 +277,7 @@ def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
     return ["all of: " + "; ".join(n.why for n in plan_.required)] if plan_.required else []
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=PINNED)
 def _pinned(p: Plan, pin: Pin) -> tuple[tuple[Expr, ...], str]:
     """The plan's required expressions with the pin's hca-profile one, and the warning that says
     why (memoized like plan, by identity: alike pods get the same plan and the same pin)."""

@@ -215,7 +215,10 @@ _PARSERS: dict[str, tuple[str, Callable[[str, object], object]]] = {
 KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS})
 
 
-_MEMO_CHARS = 2048  # annotations longer than this (together) are read each time, not kept
+# The inline memo: at most INLINE_READINGS entries, each of annotations of at most _MEMO_CHARS
+# characters together (longer ones are read each time, not kept): a few MB when full.
+INLINE_READINGS = 512
+_MEMO_CHARS = 1024
 
 
 def _settled(fields: dict[str, Any]) -> dict[str, Any]:
@@ -280,7 +283,7 @@ def _read_inline(ours: tuple[tuple[str, object], ...]) -> _Inline:
 # The same few annotation values arrive on pod after pod (a job's replicas, a team's template):
 # their reading, a pure function of the strings, is kept. Only all-string, short ones, so a key
 # is hashable and equal keys read the same (True == 1 would not), and a full memo stays small.
-_memo_inline = lru_cache(maxsize=512)(_read_inline)
+_memo_inline = lru_cache(maxsize=INLINE_READINGS)(_read_inline)
 
 
 def _inline(annotations: Mapping[str, Any]) -> _Inline:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from common import yamlload
 from common.cli import UsageError
 
 STDIN = "-"
@@ -24,7 +25,7 @@ def parse_documents(text: bytes, where: str) -> list[Any]:
             f"{where}: not UTF-8 text (byte 0x{text[err.start]:02x} at offset {err.start})"
         ) from None
     try:
-        return list(yaml.safe_load_all(decoded))
+        return list(yamlload.load_all(decoded))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import yaml
 
+from common import yamlload
 from webhook.fabric.model import Leaf, SourceError, Spine, Unplaced
 from webhook.fabric.names import natural_key, natural_sorted
 
@@ -93,9 +94,11 @@ def first_claim(
 def load_yaml(text: str) -> object:
     """YAML, or a SourceError naming the line where it stops being YAML."""
     try:
-        return yaml.safe_load(text)
+        return yamlload.load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise SourceError(
             f"not YAML: {getattr(err, 'problem', err)}", mark.line + 1 if mark else None
         ) from None
+    except RecursionError:  # the pure-Python parser (libyaml stops at 1,000 levels: YAMLError)
+        raise SourceError("not YAML: nested too deeply") from None

@@ -117,6 +117,13 @@ def _parse_topology(text: str) -> Dump:
     dump = Dump("topology")
     current: IbNode | None = None
     started = False
+    # For _check_whole: each cable as seen from one end, "<id>[<port>" -> "<peer id>[<its port>"
+    # (strings, not tuples: no garbage collector work for the ~200,000 ports of a large fabric).
+    cabled: dict[str, str] = {}
+    blocks: dict[str, int] = {}  # node id -> its Switch/Ca line
+    portless: dict[str, int] = {}  # switches whose block has shown no port line
+    declared, fresh = 0, False  # the current block's port count; no port line seen in it yet
+    no = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
@@ -126,13 +133,22 @@ def _parse_topology(text: str) -> Dump:
             p = _PORT.match(line)
             if p is None:
                 raise SourceError("cannot read this port line (truncated?)", no, raw)
-            _port, own_guid, peer_prefix, peer_guid, _peer_port, peer_port_guid = p.groups()
+            port, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
             peer = dump.add(peer_prefix, peer_guid, "", no)
             if own_guid:
                 current.port_guids.add(int(own_guid, 16))
             if peer_port_guid:
                 peer.port_guids.add(int(peer_port_guid, 16))
             dump.link(current.id, peer.id)
+            if fresh:
+                portless.pop(current.id, None)
+                fresh = False
+            seen = len(cabled)
+            cabled[current.id + "[" + port] = peer.id + "[" + peer_port
+            if len(cabled) == seen or int(port) > declared:
+                raise SourceError(
+                    _bad_port(current.id, port, declared, len(cabled) == seen), no, raw
+                )
             continue
         if line.startswith("#"):
             started = True
@@ -146,10 +162,17 @@ def _parse_topology(text: str) -> Dump:
         m = _NODE.match(line)
         if m:
             started = True
-            kind, _nports, prefix, guid, desc, _rest = m.groups()
+            kind, nports, prefix, guid, desc, _rest = m.groups()
             if _PREFIX[kind] != prefix:
                 raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
             current = dump.add(prefix, guid, desc or "", no)
+            if current.id in blocks:
+                first = blocks[current.id]
+                raise SourceError(f"second block for {current.id} (first at line {first})", no, raw)
+            blocks[current.id] = no
+            declared, fresh = int(nports), True
+            if prefix == "S":
+                portless[current.id] = no
             continue
         if not started:
             dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
@@ -157,7 +180,57 @@ def _parse_topology(text: str) -> Dump:
         if _PORT.match(line):
             raise SourceError("port line outside a Switch/Ca block", no, raw)
         raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
+    _check_whole(text, cabled, blocks, portless, no)
     return dump
+
+
+def _bad_port(node: str, port: str, declared: int, twice: bool) -> str:
+    if twice:
+        return f"{node} lists port [{port}] twice"
+    return f"{node} port [{port}] is past the {declared} ports its Switch/Ca line declares"
+
+
+def _check_whole(
+    text: str, cabled: dict[str, str], blocks: dict[str, int], portless: dict[str, int], last: int
+) -> None:
+    """ibnetdiscover prints a block for every node it found, and every cable from both of its
+    ends (its links are recorded both ways). A port line whose far end has no block, or whose far
+    end's block does not list the cable back, or a switch block with no port at all, means the
+    dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
+    would shift, so it is refused, naming the line."""
+    ends = f"it ends at line {last}"
+    for end, far in cabled.items():
+        if cabled.get(far) == end:
+            continue
+        node, port = end.split("[")
+        peer, peer_port = far.split("[")
+        if peer not in blocks:
+            problem = f"{peer} has no block in the dump"
+        else:
+            problem = f"{peer}'s block (line {blocks[peer]}) does not list port [{peer_port}] back"
+        raise SourceError(
+            f"{node} port [{port}] is cabled to {far}], but {problem}: the dump is cut short "
+            f"({ends}) or was edited",
+            _line_of(text, node, port),
+        )
+    if portless:
+        node, no = next(iter(portless.items()))
+        raise SourceError(
+            f"{node}'s Switch block lists no port: the dump is cut short ({ends}) or was edited", no
+        )
+
+
+def _line_of(text: str, node: str, port: str) -> int | None:
+    """The line of `node`'s block that lists `port` (only when reporting a problem)."""
+    inside = False
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        m = _NODE.match(line)
+        if m:
+            inside = node_id(_PREFIX[m.group(1)], m.group(4)) == node
+        elif inside and line.startswith(f"[{port}]"):
+            return no
+    return None
 
 
 def _parse_ports(text: str) -> Dump:
@@ -175,6 +248,8 @@ def _parse_ports(text: str) -> Dump:
             raise SourceError("cannot read this line as an `ibnetdiscover -p` port line", no, raw)
         started = True
         kind, _lid, _port, guid, _w, _s, pkind, _plid, _pport, pguid, descs, tail = m.groups()
+        if not pkind and tail.startswith("-"):  # "... 4x EDR - SW 1719" and no more
+            raise SourceError("port line cut short: its far end is incomplete", no, raw)
         own_desc, peer_desc = _descs(descs, tail)
         # -p prints port GUIDs; a switch's port 0 GUID is its node GUID.
         own = dump.add(_PREFIX[kind], guid, own_desc, no)

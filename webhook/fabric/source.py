@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import yaml
 
+from common import yamlload
 from webhook.fabric import ibfabric, ibnet, slurm, static
 from webhook.fabric.join import NodeGuids
 from webhook.fabric.model import Fabric, SourceError
@@ -23,8 +24,8 @@ def detect(text: str, name: str = "") -> str:
     if slurm.looks_like_conf(text):
         return "topology.conf"
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = yamlload.load(text)
+    except (yaml.YAMLError, RecursionError):
         data = None
     if slurm.looks_like_yaml(data):
         return "topology.yaml"

@@ -8,6 +8,11 @@ Format (documented in docs/topology.md)::
           - name: leaf1
             nodes: [gpu-[001-032]]   # node names or Slurm hostlist expressions
     leaves: [...]                 # instead of spines: leaves of a single spine domain
+
+Leaf names are the operator's, and two spines may each have a `t1`. Under `spines:` a leaf domain
+is therefore always `<spine>.<leaf>` (`spine-a.t1`): unique because spine names are, and stable
+because it depends on nothing but its own two names, so an edit elsewhere in the map never moves
+it. Under `leaves:` alone the map has one spine and the leaf name is already unique.
 """
 
 from __future__ import annotations
@@ -32,15 +37,27 @@ def _nodes(value: Any, where: str) -> list[str]:
         raise SourceError(f"{where}: {err}") from None
 
 
-def _leaves(items: Any, where: str) -> list[tuple[str, list[str]]]:
+def _leaves(items: Any, where: str, spine: str | None) -> list[tuple[str, list[str]]]:
+    """(leaf id, nodes) in map order; the id is `<spine>.<name>` when `spine` is given."""
     if not isinstance(items, list):
         raise SourceError(f"{where}: `leaves` must be a list")
     out = []
     for i, leaf in enumerate(items):
         if not isinstance(leaf, Mapping) or not leaf.get("name"):
             raise SourceError(f"{where}: leaves[{i}] needs a `name`")
-        out.append((str(leaf["name"]), _nodes(leaf.get("nodes"), f"leaf {leaf['name']}")))
+        name = str(leaf["name"])
+        leaf_id = f"{spine}.{name}" if spine is not None else name
+        out.append((leaf_id, _nodes(leaf.get("nodes"), f"leaf {leaf_id}")))
     return out
+
+
+def _unique(names: list[str], what: str) -> None:
+    """Two domains with one name would share a label value: refuse the map instead."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise SourceError(f"{what} {name!r} appears twice; names must be unique")
+        seen.add(name)
 
 
 def parse(text: str) -> Fabric:
@@ -55,9 +72,12 @@ def parse(text: str) -> Fabric:
         for i, s in enumerate(spines_in):
             if not isinstance(s, Mapping) or not s.get("name"):
                 raise SourceError(f"spines[{i}] needs a `name`")
-            raw.append((str(s["name"]), _leaves(s.get("leaves") or [], f"spine {s['name']}")))
+            name = str(s["name"])
+            raw.append((name, _leaves(s.get("leaves") or [], f"spine {name}", name)))
     else:
-        raw = [(str(data.get("spine") or "spine"), _leaves(data["leaves"], "leaves"))]
+        raw = [(str(data.get("spine") or "spine"), _leaves(data["leaves"], "leaves", None))]
+    _unique([spine for spine, _ in raw], "spine")
+    _unique([leaf for _, leaves in raw for leaf, _ in leaves], "leaf")
     placed, unplaced, problems = first_claim(
         (n, leaf, f"spine {spine}")
         for spine, leaves in raw

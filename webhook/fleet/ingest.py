@@ -32,9 +32,12 @@ class StatusView:
 
 
 _STRINGS: dict[str, str] = {}  # label values and HCA names repeat across nodes: keep one copy
+STRINGS_KEPT = 65_536  # every value ever seen would stay: past this, start the table again
 
 
 def _one(text: str) -> str:
+    if len(_STRINGS) >= STRINGS_KEPT:
+        _STRINGS.clear()  # only sharing is lost: values already handed out stay valid
     return _STRINGS.setdefault(text, text)
 
 

@@ -24,7 +24,11 @@ Cond = tuple[str, str, tuple[str, ...]]  # (label key, operator, values) on one 
 Query = tuple[tuple[Cond, ...], ...]  # terms ORed, conds in a term ANDed; ((),) admits every node
 ADMIT_ALL: Query = ((),)
 KEY_INDEX = {key: i for i, key in enumerate(api.ALL_LABELS)}
+# What the views keep is bounded in entries and in size (issue 17: memory under review load):
 MAX_VIEWS = 64  # distinct pod shapes remembered; the least recently asked is dropped
+VIEW_VALUES = 256  # a query with more values than this (all terms) is answered, not remembered
+MAX_PINS = 16  # preferred-HCA lists remembered per view; the table is emptied when full
+PIN_NAMES = 64  # a longer preferred-HCA list is answered, not remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,11 @@ class _Profile:
         self.gdr: Counter[str] = Counter()
 
 
+def query_size(query: Query) -> int:
+    """Values in a query, counted over every term (what remembering it costs)."""
+    return sum(len(cond[2]) + 1 for term in query for cond in term)
+
+
 class _View:
     """Running totals over the nodes one query admits."""
 
@@ -160,11 +169,14 @@ class _View:
         return self.answer
 
     def pin(self, preferred: tuple[str, ...]) -> Pin | None:
-        if preferred not in self.pins:
-            if len(self.pins) >= MAX_VIEWS:  # preferred lists come from pods: keep this bounded
+        if preferred in self.pins:
+            return self.pins[preferred]
+        pin = self._pin(preferred)
+        if len(preferred) <= PIN_NAMES:  # preferred lists come from pods: keep few, and short
+            if len(self.pins) >= MAX_PINS:
                 self.pins.clear()
-            self.pins[preferred] = self._pin(preferred)
-        return self.pins[preferred]
+            self.pins[preferred] = pin
+        return pin
 
     def _pin(self, preferred: tuple[str, ...]) -> Pin | None:
         # The HCA list: what the most common profile offers (narrowed to the preferred HCAs);
@@ -243,9 +255,10 @@ class Fleet:
         for layout, (_, names) in self._members.items():
             if query_holds(query, layout.values):
                 view.apply(layout, len(names))
-        self._views[query] = view
-        if len(self._views) > MAX_VIEWS:
-            self._views.popitem(last=False)
+        if query_size(query) <= VIEW_VALUES:  # a pod's own lists can be as long as the pod
+            self._views[query] = view
+            if len(self._views) > MAX_VIEWS:
+                self._views.popitem(last=False)
         return view
 
     def candidates(self, query: Query) -> Candidates:
