@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from common import yamlload
+from tests import reference
 from webhook.cli.documents import parse_documents
 from webhook.fabric.build import load_yaml
 from webhook.fabric.model import SourceError
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "reference"
+SHARED = reference.SHARED  # compared too when ../shared is beside the clone
 FILES = sorted(
     p
     for top in (ROOT / "tests", ROOT / "samples", ROOT / "daemonset", SHARED)
