@@ -16,6 +16,7 @@ from typing import Any
 
 from common import api
 from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
+from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector
 
 _MEMO_LIMIT = 512  # distinct pod shapes remembered per node generation
@@ -219,10 +220,7 @@ class CapacityView:
     def lowest(self, node: str) -> tuple[Level, str] | None:
         """The node's lowest domain: its NVLink domain where it has one, else its leaf (else the
         lowest level it is labelled with); None for a node without any level label."""
-        for level, domain in zip(LEVELS, self.where(node), strict=False):
-            if domain is not None:
-                return level, domain
-        return None
+        return lowest(self.where(node))
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position in fabric order."""
