@@ -94,6 +94,11 @@ def name_of(obj: Obj) -> str:
     return str(obj["metadata"]["name"])
 
 
+def node_labels(obj: Obj) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
 def add_cache_watches(s: Serving) -> None:
     """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
     node's status never counts for placement."""
@@ -118,9 +123,13 @@ def add_cache_watches(s: Serving) -> None:
         lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
         on_status_event,
     )
+    # The Node labels too: a pod's own nodeSelector and affinity narrow the nodes it is decided
+    # on (webhook.fleet.selection).
     s.nodes.subscribe(
-        lambda items: cache.replace_existing_nodes(name_of(o) for o in items),
-        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED"),
+        lambda items: cache.replace_existing_nodes(
+            [name_of(o) for o in items], {name_of(o): node_labels(o) for o in items}
+        ),
+        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
     s.watches += [
         ListWatch(
@@ -186,7 +195,7 @@ def add_network(s: Serving) -> None:
     namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
 
     def labels(obj: Obj) -> dict[str, str]:
-        return dict((obj.get("metadata") or {}).get("labels") or {})
+        return dict(node_labels(obj))
 
     s.statuses.subscribe(
         lambda items: fabric.statuses([(name_of(o), o.get("status")) for o in items]),

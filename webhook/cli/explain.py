@@ -161,7 +161,7 @@ def explain(
 ) -> str:
     facts = facts or NodeFacts()
     p = plan(req)
-    decision = mutate(pod, req, cache.groups(), Settings())
+    decision = mutate(pod, req, cache.fleet_for(pod), Settings())
     needs = [(n.why, n.expr) for n in p.required]
     planned = [n.expr for n in p.required]
     for t in ns.required_terms(decision.pod) or []:

@@ -60,6 +60,8 @@ def offline_cache(
                     str(k): str(v) for k, v in (labels if isinstance(labels, dict) else {}).items()
                 }
     cache.replace_nodes(statuses)
+    for name, labels in facts.node_labels.items():
+        cache.set_node_labels(name, labels)
     claims = []
     for path in claim_paths:
         for where, doc in objects(path):

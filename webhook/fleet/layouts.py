@@ -168,16 +168,18 @@ class _View:
 
     def _pin(self, preferred: tuple[str, ...]) -> Pin | None:
         # The HCA list: what the most common profile offers (narrowed to the preferred HCAs);
-        # then keep every profile on which that whole list is usable, not only the one.
-        ranked = sorted(self.profiles.items(), key=lambda kv: (-kv[1].nodes, kv[0]))
-        for _, prof in ranked:
+        # on a tie, the profile with more usable HCAs (rails), then the smaller profile value
+        # (docs/usage.md). Then keep every profile on which that whole list is usable.
+        offers = []
+        for name, prof in self.profiles.items():
             common = set.intersection(*(set(u) for u in prof.usable))
             if preferred:
                 common &= set(preferred)
             if common:
-                break
-        else:
+                offers.append((-prof.nodes, -len(common), name, common))
+        if not offers:
             return None
+        common = min(offers, key=lambda o: o[:3])[3]
         keep = sorted(
             name for name, p in self.profiles.items() if all(common <= set(u) for u in p.usable)
         )
@@ -196,8 +198,11 @@ class Fleet:
     take the same lock, so a review never sees a half-applied change.
     """
 
-    def __init__(self, lock: threading.Lock | None = None) -> None:
+    def __init__(self, lock: threading.Lock | None = None, scope: str = "") -> None:
         self.lock = lock or threading.Lock()
+        # What restricts these nodes beyond the statuses ("" for the whole fleet), for the
+        # warning when none is left (webhook.fleet.selection).
+        self.scope = scope
         self._members: dict[Layout, tuple[Layout, set[str]]] = {}
         self._views: OrderedDict[Query, _View] = OrderedDict()
 
