@@ -6,6 +6,7 @@ verbatim in a copy of the repository's daemonset/."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shlex
 import shutil
@@ -206,3 +207,26 @@ def test_the_nvml_patches_apply_and_still_write_nothing_on_the_host(tmp_path: Pa
     assert env["LD_LIBRARY_PATH"] == "/host/usr/lib/x86_64-linux-gnu"
     mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
     assert "/host/usr" in mounts  # where a host-installed driver's libraries are seen
+
+
+def test_uninstall_releases_gated_group_pods_and_only_our_gate(tmp_path: Path) -> None:
+    from webhook.groups.names import GATE, LABEL_GROUP
+
+    release = block("kubectl get pods -A -l gpufabric.io/group")
+    log = tmp_path / "patches"
+    shim = f"""set -euo pipefail
+kubectl() {{
+  if [ "$1" = get ]; then
+    [[ "$*" == *"-l {LABEL_GROUP} "* ]] || exit 9
+    printf 'team-a llama-0\\nteam-b llama-1\\n'
+  else printf '%q ' "$@" >> {log}; echo >> {log}; fi
+}}
+"""
+    subprocess.run(["bash", "-c", shim + release], check=True)
+    calls = log.read_text().splitlines()
+    assert [c.split(" patch pod ")[0] for c in calls] == ["-n team-a", "-n team-b"]
+    for call in calls:
+        argv = shlex.split(call)
+        assert "--type" not in call  # kubectl's default for patch: strategic merge
+        patch = json.loads(argv[argv.index("-p") + 1])
+        assert patch == {"spec": {"schedulingGates": [{"name": GATE, "$patch": "delete"}]}}

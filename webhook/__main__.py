@@ -90,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--placer",
         action="store_true",
-        help="also run the leader-elected group placer, Lease gpufabric-placer in $POD_NAMESPACE "
-        "(default: off)",
+        help="also run the leader-elected group placer, Lease gpufabric-placer in $POD_NAMESPACE; "
+        "without it, grouped pods are admitted ungated with a warning (default: off; the "
+        "manifests turn it on)",
     )
     serve.add_argument(
         "--topology-labels",

@@ -280,6 +280,19 @@ def start(s: Serving, stop: threading.Event) -> list[threading.Thread]:
     return threads
 
 
+def admission_settings(
+    args: argparse.Namespace, policy: str | None, cache: FabricCache, spines: SpineSizes
+) -> Settings:
+    return Settings(
+        policy,
+        args.inject_nccl_tuning,
+        not args.no_nccl_ib_hca,
+        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
+        # Without a placer in this process's deployment nothing lifts a group gate: do not set it
+        placer=bool(getattr(args, "placer", False)),
+    )
+
+
 async def serve(args: argparse.Namespace) -> int:
     from common.kube import load_api_client
 
@@ -288,12 +301,7 @@ async def serve(args: argparse.Namespace) -> int:
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
     spines = SpineSizes()
-    settings = Settings(
-        policy,
-        args.inject_nccl_tuning,
-        not args.no_nccl_ib_hca,
-        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
-    )
+    settings = admission_settings(args, policy, cache, spines)
     # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
     # before any watch thread exists.
     ctx = tls_context(args.tls_cert, args.tls_key)

@@ -52,6 +52,7 @@ def admit(
         request["operation"],
         settings.largest_spine_gpus,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
+        settings.placer,
     )
     try:
         req = requirements(pod, namespace, cache.claim)

@@ -27,6 +27,8 @@ class Settings:
     inject_nccl_ib_hca: bool = True
     # GPUs of the largest spine domain (webhook.groups.spines), for the too-big-group warning
     largest_spine_gpus: Callable[[], int | None] | None = None
+    # Whether a group placer runs (serve --placer): without one, a gated group would wait forever
+    placer: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,11 +111,13 @@ def admit_group(
     operation: str,
     largest_domain_gpus: Callable[[], int | None] | None = None,
     pod_gpus: int = 0,
+    placer: bool = True,
 ) -> GroupAdmission:
     """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
 
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
-    fabric (None: unknown, no warning).
+    fabric (None: unknown, no warning). `placer`: whether a group placer runs; without one the pod
+    is labelled but not gated (nothing would ever lift the gate), with a warning that says so.
     """
     meta = as_map(pod.get("metadata"))
     annotations = as_map(meta.get("annotations"))
@@ -156,6 +158,13 @@ def admit_group(
             ops.append({"op": "add", "path": path, "value": spec.name})
         else:
             ops.append({"op": "add", "path": "/metadata/labels", "value": {LABEL_GROUP: spec.name}})
+    if not placer:
+        warnings.append(
+            f"gpufabric: no group placer runs (the webhook was started without --placer): group "
+            f"{spec.name} is not gated and its pods are scheduled one by one, without group "
+            "locality"
+        )
+        return GroupAdmission(ops=ops, warnings=warnings, spec=spec)
     gates = as_map(pod.get("spec")).get("schedulingGates")
     if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates or []):
         if isinstance(gates, list):
