@@ -531,3 +531,11 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
         re.findall(r"`(gpufabric_[a-z_]+)", (ROOT / "docs" / "metrics.md").read_text())
     )
     assert documented <= names, documented - names
+
+
+@pytest.mark.parametrize("components", INSTALLS, ids=lambda c: "+".join(c) or "default")
+def test_every_install_runs_the_group_placer(components: tuple[str, ...]) -> None:
+    # The webhook gates group members only when it runs the placer (issue 17 item 3): an
+    # install without it would leave them ungated; keep it on in every combination.
+    webhook = find(render(*components), "Deployment", "gpufabric-webhook")
+    assert "--placer" in webhook["spec"]["template"]["spec"]["containers"][0]["args"]
