@@ -29,7 +29,9 @@ from webhook.fleet.cache import FabricCache
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes, gpus_in
 from webhook.kube.watch import ListWatch, Obj
 from webhook.leader import LABELER_LEASE, Elector, Work
+from webhook.server import tlsfiles
 from webhook.server.app import (
+    WAITING_KEY,
     WATCHES_KEY,
     CertReloader,
     make_app,
@@ -293,6 +295,13 @@ def admission_settings(
     )
 
 
+def check_ports(args: argparse.Namespace) -> None:
+    """--port 0..65535 (0: any free port), --metrics-port 0..65535 (0: no metrics endpoint)."""
+    for flag, port in (("--port", args.port), ("--metrics-port", args.metrics_port)):
+        if not 0 <= port <= 65535:
+            raise UsageError(f"{flag} {port}: not a TCP port (0-65535)")
+
+
 async def serve(args: argparse.Namespace) -> int:
     from common.kube import load_api_client
 
@@ -302,21 +311,37 @@ async def serve(args: argparse.Namespace) -> int:
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
     spines = SpineSizes()
     settings = admission_settings(args, policy, cache, spines)
-    # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
-    # before any watch thread exists.
-    ctx = tls_context(args.tls_cert, args.tls_key)
-    reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
+    # Ports and certificates first: a wrong value, a bad file or a taken port ends the command
+    # (one line, exit 2) before any watch thread exists. Certificate files that do not exist yet
+    # (first install: the bootstrap Job has not run) are waited for, not ready meanwhile.
+    check_ports(args)
+    files = (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key))
+    for flag, path in files:
+        if (wrong := tlsfiles.problem(flag, path)) is not None:
+            raise UsageError(wrong)
     limits = Limits(args.max_connections, args.idle_timeout)
     app = make_app(cache, settings, metrics, limits)
     watches: list[ListWatch] = []  # filled below; /readyz reports the failing ones
     app[WATCHES_KEY] = watches
+    app[WAITING_KEY] = [f"{f}: no certificate secret yet" for f in tlsfiles.missing(files)]
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
     runner = runner_for(app)
     await runner.setup()
-    what = f"--port {args.port}"
+    what = f"--metrics-port {args.metrics_port}"
     try:
+        if args.metrics_port:  # 0: no metrics endpoint (and no /healthz, /readyz)
+            await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
+        if not await tlsfiles.wait_for(files, done):
+            await runner.cleanup()
+            return 0
+        ctx = tls_context(args.tls_cert, args.tls_key)
+        app[WAITING_KEY].clear()
+        reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
+        what = f"--port {args.port}"
         await start_https(runner, "0.0.0.0", args.port, ctx)  # noqa: S104
-        what = f"--metrics-port {args.metrics_port}"
-        await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
         api_client = load_api_client(args.kubeconfig)
     except OSError as err:
         await runner.cleanup()
@@ -349,10 +374,6 @@ async def serve(args: argparse.Namespace) -> int:
             "leases": sorted(s.elected),
         },
     )
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, done.set)
     await done.wait()
     stop.set()
     # Each elector stops its work and hands its Lease back, so a peer takes over at once.
