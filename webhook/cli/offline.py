@@ -18,7 +18,7 @@ from webhook.admission import cufile
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
 from webhook.admission.requirements import Invalid, requirements
-from webhook.cli.documents import STDIN, objects, parse_documents, read_input
+from webhook.cli.documents import STDIN, objects, parse_documents, read_input, read_text
 from webhook.cli.explain import NodeFacts, explain
 from webhook.fleet.cache import FabricCache
 
@@ -98,7 +98,7 @@ def _mutate(args: argparse.Namespace, pod: dict[str, Any], namespace: str, cache
     policy = None
     if args.cufile_policy:
         try:
-            policy = cufile.check(args.cufile_policy.read_text(), str(args.cufile_policy))
+            policy = cufile.check(read_text(args.cufile_policy), str(args.cufile_policy))
         except cufile.PolicyError as err:
             raise UsageError(str(err)) from None
     settings = Settings(policy, args.inject_nccl_tuning)

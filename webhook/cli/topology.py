@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from common import api, logs
-from webhook.cli.documents import documents
+from webhook.cli.documents import documents, read_text
 from webhook.fabric import join, render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
@@ -65,7 +65,7 @@ def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:
         return None
     nodes: dict[str, frozenset[int]] = {}
     for path in paths:
-        if path.is_file() and join.looks_like_map(text := path.read_text()):
+        if not path.is_dir() and join.looks_like_map(text := read_text(path)):
             nodes.update(join.parse_map(text))
             continue
         for doc in documents(path):
@@ -92,7 +92,7 @@ def _node_labels(path: Path) -> dict[str, dict[str, str]]:
 def fabric_for(args: argparse.Namespace) -> Fabric:
     if args.topology_labels:
         return from_labels(args.topology_labels, _node_labels(args.source))
-    return derive(args.source.read_text(), args.source.name, _node_guids(args.status))
+    return derive(read_text(args.source), args.source.name, _node_guids(args.status))
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
