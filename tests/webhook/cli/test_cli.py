@@ -42,7 +42,7 @@ def one_line(err: str) -> str:
     [
         (b"\xff\xfe not utf-8", "not UTF-8 text (byte 0xff at offset 0)"),
         (b"kind: Pod\n  bad: [indent\n", "not YAML or JSON"),
-        (b"- just\n- a list\n", "is not one Pod"),
+        (b"- just\n- a list\n", "not one Pod or object with a pod template"),
     ],
     ids=["binary", "not-yaml", "not-a-pod"],
 )
