@@ -85,13 +85,11 @@ class FabricCache:
         labels = self._labels
         if labels is None:
             return self._fleet
-        key = shape(pod)
-        if key is None:
+        found = shape(pod)
+        if found is None:
             return self._fleet
         with self._lock:
-            return self._selections.fleet(
-                key, ((n, r.layout, labels.get(n)) for n, r in self.nodes.items())
-            )
+            return self._selections.fleet(found, self._fleet, labels)
 
     def _counts(self, name: str) -> bool:
         if self._existing is None:

@@ -225,6 +225,22 @@ class Fleet:
             self._apply(layout, 1)
         return entry[0]
 
+    def add_all(self, names: Iterable[str], layout: Layout) -> None:
+        """add() for many nodes of one layout at once (callers hold `lock`)."""
+        entry = self._members.get(layout)
+        if entry is None:
+            entry = self._members[layout] = (layout, set())
+        before = len(entry[1])
+        entry[1].update(names)
+        if len(entry[1]) > before:
+            self._apply(layout, len(entry[1]) - before)
+        elif not entry[1]:
+            del self._members[layout]
+
+    def members(self) -> Iterator[tuple[Layout, set[str]]]:
+        """Each layout and its node names, live (callers hold `lock` and do not keep them)."""
+        return ((layout, names) for layout, (_, names) in self._members.items())
+
     def remove(self, name: str, layout: Layout) -> None:
         entry = self._members.get(layout)
         if entry is None or name not in entry[1]:

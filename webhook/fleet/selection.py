@@ -11,10 +11,10 @@ pods) never come here.
 
 from __future__ import annotations
 
-import json
+import copy
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,7 @@ class LabelStore:
 
     def __init__(self) -> None:
         self._sets: dict[tuple[tuple[str, str], ...], list[Any]] = {}  # items -> [dict, users]
-        self._nodes: dict[str, Labels] = {}
+        self.nodes: dict[str, Labels] = {}  # read it, never write it
 
     @staticmethod
     def items(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -58,16 +58,16 @@ class LabelStore:
         )
 
     def get(self, name: str) -> Labels | None:
-        return self._nodes.get(name)
+        return self.nodes.get(name)
 
     def put(self, name: str, labels: Mapping[str, Any] | None) -> bool:
         """Set (None: forget) a node's labels; whether they changed."""
-        old = self._nodes.get(name)
+        old = self.nodes.get(name)
         if labels is None:
             if old is None:
                 return False
             self._release(old)
-            del self._nodes[name]
+            del self.nodes[name]
             return True
         host = labels.get(HOSTNAME)
         hostname = str(host) if host is not None else None
@@ -80,7 +80,7 @@ class LabelStore:
         entry[1] += 1
         if old is not None:
             self._release(old)
-        self._nodes[name] = Labels(entry[0], hostname)
+        self.nodes[name] = Labels(entry[0], hostname)
         return True
 
     def _shared(self, key: tuple[tuple[str, str], ...]) -> Mapping[str, str] | None:
@@ -96,7 +96,7 @@ class LabelStore:
                 del self._sets[key]
 
     def names(self) -> set[str]:
-        return set(self._nodes)
+        return set(self.nodes)
 
 
 def _foreign(selector: Any, terms: list[Any] | None) -> bool:
@@ -111,26 +111,37 @@ def _foreign(selector: Any, terms: list[Any] | None) -> bool:
     return False
 
 
-def shape(pod: Mapping[str, Any]) -> str | None:
-    """The pod's own node constraints as a key; None when they name no label but our summary
-    labels (the fleet's query decides those) or there are none."""
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A pod's own node constraints: `key` tells shapes apart (repr: the cheapest exact text of
+    decoded JSON; a different key order only costs a second selection)."""
+
+    key: str
+    selector: Any
+    terms: list[Any] | None
+
+
+def shape(pod: Mapping[str, Any]) -> Shape | None:
+    """The pod's own node constraints; None when they name no label but our summary labels (the
+    fleet's query decides those) or there are none."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return None
     selector = spec.get("nodeSelector")
     terms = required_terms(pod)
-    if not selector and terms is None:  # the usual pod: one dict lookup and out
+    if not selector and terms is None:  # the usual pod: two dict lookups and out
         return None
     if not _foreign(selector, terms):
         return None
-    return json.dumps([selector, terms], sort_keys=True, default=str)
+    return Shape(repr((selector, terms)), selector, terms)
 
 
 class _Selection:
-    __slots__ = ("fields", "fleet", "keys", "pod")
+    __slots__ = ("fields", "fleet", "host", "keys", "pod")
 
-    def __init__(self, key: str, lock: threading.Lock) -> None:
-        selector, terms = json.loads(key)
+    def __init__(self, found: Shape, lock: threading.Lock) -> None:
+        # A copy: admission edits the pod (and so these very lists) in place.
+        selector, terms = copy.deepcopy((found.selector, found.terms))
         spec: dict[str, Any] = {"nodeSelector": selector} if selector else {}
         if terms is not None:
             spec["affinity"] = {
@@ -140,33 +151,20 @@ class _Selection:
             }
         self.pod = {"spec": spec}
         self.keys = _keys(selector, terms)
-        self.fields = NODE_NAME_FIELD in key  # matchFields: the node's name decides too
+        self.fields = NODE_NAME_FIELD in found.key  # matchFields: the node's name decides too
+        self.host = HOSTNAME in self.keys
         self.fleet = Fleet(lock, scope=SCOPE)
 
-    def admits(
-        self,
-        name: str,
-        layout: Layout,
-        labels: Labels | None,
-        memo: dict[tuple[str | None, ...], bool] | None = None,
-    ) -> bool:
-        """`memo`: for one pass over many nodes, nodes alike in the labels the pod names (and,
-        without matchFields, in anything else) are judged once."""
+    def admits(self, name: str, layout: Layout, labels: Labels | None) -> bool:
         if labels is None:  # a node whose labels are unknown counts as met (the safe side)
             return True
-        values = tuple(
-            layout.values[i] if (i := KEY_INDEX.get(k)) is not None else labels.get(k)
-            for k in self.keys
-        )
-        seen = (name, *values) if self.fields else values
-        if memo is not None and seen in memo:
-            return memo[seen]
-        ok = pod_admits(
-            self.pod, {k: v for k, v in zip(self.keys, values, strict=True) if v is not None}, name
-        )
-        if memo is not None:
-            memo[seen] = ok
-        return ok
+        found = {}
+        for k in self.keys:
+            i = KEY_INDEX.get(k)
+            v = layout.values[i] if i is not None else labels.get(k)
+            if v is not None:
+                found[k] = v
+        return pod_admits(self.pod, found, name)
 
     def update(
         self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None
@@ -194,16 +192,30 @@ class Selections:
         self._lock = lock
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
 
-    def fleet(self, key: str, members: Iterable[tuple[str, Layout, Labels | None]]) -> Fleet:
+    def fleet(self, found: Shape, whole: Fleet, labels: LabelStore) -> Fleet:
+        """The selection's fleet, built on first use from the whole fleet, layout by layout."""
+        key = found.key
         sel = self._by_key.get(key)
         if sel is not None:
             self._by_key.move_to_end(key)
             return sel.fleet
-        sel = _Selection(key, self._lock)
-        memo: dict[tuple[str | None, ...], bool] = {}
-        for name, layout, labels in members:
-            if sel.admits(name, layout, labels, memo):
-                sel.fleet.add(name, layout)
+        sel = _Selection(found, self._lock)
+        per_node = sel.fields or sel.host  # else nodes alike in layout and label set are alike
+        get = labels.nodes.get
+        for layout, names in whole.members():
+            memo: dict[int, bool] = {}  # id of a shared label set (alive meanwhile) -> verdict
+            keep = []
+            for n in names:
+                lab = get(n)
+                if lab is None or per_node:
+                    ok = sel.admits(n, layout, lab)
+                elif (ok_ := memo.get(id(lab.shared))) is not None:
+                    ok = ok_
+                else:
+                    ok = memo[id(lab.shared)] = sel.admits(n, layout, lab)
+                if ok:
+                    keep.append(n)
+            sel.fleet.add_all(keep, layout)
         self._by_key[key] = sel
         if len(self._by_key) > MAX_SELECTIONS:
             self._by_key.popitem(last=False)

@@ -162,3 +162,22 @@ def test_a_tie_between_layouts_goes_to_more_rails_not_to_the_profile_name() -> N
     hcas, pinned, warnings = _hcas(cache, pod(RDMA))
     assert pinned and hcas == "=" + ",".join(many), warnings
     assert "the 1 node on which" in warnings[0]
+
+
+@pytest.mark.parametrize("by", ["hostname", "matchFields"])
+def test_nodes_alike_but_for_their_name_are_told_apart(by: str) -> None:
+    # Both nodes share one label set; only the name (hostname label or metadata.name) decides.
+    cache = FabricCache()
+    cache.replace_nodes([("hgx-h100", HGX), ("azure-ndv5", AZURE)])
+    cache.replace_claims([])
+    labels = {n: {"pool": "x", "kubernetes.io/hostname": n} for n in LABELS}
+    cache.replace_existing_nodes(list(labels), labels)
+    if by == "hostname":
+        term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": ["azure-ndv5"]}]}  # fmt: skip
+    else:
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                 "values": ["azure-ndv5"]}]}  # fmt: skip
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}  # fmt: skip
+    assert _hcas(cache, pod(RDMA, affinity=affinity)) == (AZURE_HCAS, False, [])
