@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port",
         type=int,
         default=9401,
-        help="plain-HTTP port for /metrics, /healthz, /readyz (default: 9401)",
+        help="plain-HTTP port for /metrics, /healthz, /readyz; 0: none of them (default: 9401)",
     )
     serve.add_argument(
         "--kubeconfig",

@@ -170,16 +170,22 @@ class _View:
         # The HCA list: what the most common profile offers (narrowed to the preferred HCAs);
         # on a tie, the profile with more usable HCAs (rails), then the smaller profile value
         # (docs/usage.md). Then keep every profile on which that whole list is usable.
-        offers = []
-        for name, prof in self.profiles.items():
+        # Only the profiles tied with the first that offers a list are compared (O(profiles) only
+        # for the sort, as a review after a watch event pays it).
+        ranked = sorted(self.profiles.items(), key=lambda kv: (-kv[1].nodes, kv[0]))
+        best: set[str] = set()
+        most = 0
+        for _, prof in ranked:
+            if best and prof.nodes < most:
+                break
             common = set.intersection(*(set(u) for u in prof.usable))
             if preferred:
                 common &= set(preferred)
-            if common:
-                offers.append((-prof.nodes, -len(common), name, common))
-        if not offers:
+            if len(common) > len(best):
+                best, most = common, prof.nodes
+        if not best:
             return None
-        common = min(offers, key=lambda o: o[:3])[3]
+        common = best
         keep = sorted(
             name for name, p in self.profiles.items() if all(common <= set(u) for u in p.usable)
         )
