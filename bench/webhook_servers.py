@@ -192,6 +192,7 @@ def fabric_server(
     if labels:  # serve's Node watch: the pod's own zone / instance-type affinity narrows the nodes
         known = node_labels(nodes)
         cache.replace_existing_nodes(list(known), known)
+        del known  # the watch's list is gone after it too: RSS counts what the cache keeps
     request = rv.parse(review)
     relist: dict[str, Any] = {}
 
