@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
     serve.add_argument(
-        "--tls-cert", required=True, type=Path, metavar="FILE", help="serving certificate (PEM)"
+        "--tls-cert",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="serving certificate (PEM); while it or the key does not exist yet, serve waits for "
+        "it, not ready",
     )
     serve.add_argument(
         "--tls-key", required=True, type=Path, metavar="FILE", help="its private key (PEM)"
