@@ -21,13 +21,19 @@ def port_faulty(port: HcaPort) -> bool:
 
 
 def find_faults(results: ProbeResults, gpus: Sequence[Gpu], hcas: Sequence[Hca]) -> list[str]:
-    """What makes the fabric degraded, for people."""
+    """What makes the fabric degraded, for people: something broken (a cabled port not ACTIVE, a
+    partial NVLink, a failed NVLink fabric registration) or a part nobody could describe (no PCIe
+    tree; NVLink neither from NVML nor from an NCCL topology file that lists every GPU). A missing
+    source whose facts came from another is not a fault (docs/usage.md)."""
     out: list[str] = []
     if results.pci.value is None:  # nothing is known about this node's devices
         out.append(f"PCIe not probed ({results.pci.reason})")
     inv: NvmlInventory | None = results.nvml.value
-    if inv is None and gpus and results.nvml.reason != "Disabled":  # --nvml none is a choice
-        out.append(f"NVML unavailable ({results.nvml.reason})")
+    topo = results.topo.value
+    described = topo is not None and all(g.pci_bus_id in topo.gpus for g in gpus)
+    # --nvml none is a choice, not a fault
+    if inv is None and gpus and results.nvml.reason != "Disabled" and not described:
+        out.append(f"NVLink unknown: NVML unavailable ({results.nvml.reason}), no NCCL topology")
     for g in gpus:
         if g.nvlink and 0 < g.nvlink.active_links < g.nvlink.total_links:
             out.append(

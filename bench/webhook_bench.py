@@ -176,9 +176,9 @@ class Client:
         return out
 
 
-def _start(target: Any, *args: Any) -> mp.Process:
+def _start(target: Any, *args: Any, **kwargs: Any) -> mp.Process:
     ready = mp.Event()
-    proc = mp.Process(target=target, args=(*args, ready), daemon=True)
+    proc = mp.Process(target=target, args=(*args, ready), kwargs=kwargs, daemon=True)
     proc.start()
     if not ready.wait(600):
         raise SystemExit(f"{target.__name__} did not start")
@@ -269,7 +269,16 @@ async def run(args: argparse.Namespace, ca: str, cert: str, key: str) -> None:
         for i, (nodes, shape) in enumerate(args.fleets):
             port = args.port + 1 + i
             t0 = time.perf_counter()
-            proc = _start(fabric_server, port, cert, key, nodes, shape, review(0, realistic_pod()))
+            proc = _start(
+                fabric_server,
+                port,
+                cert,
+                key,
+                nodes,
+                shape,
+                review(0, realistic_pod()),
+                labels=args.node_labels,
+            )
             build = time.perf_counter() - t0
             try:
                 m = await measure(args, client, args.port, port, nodes)
@@ -321,6 +330,12 @@ def main() -> int:
         help="relist test from this many nodes (default 20000)",
     )
     parser.add_argument("--port", type=int, default=18443, help="first port (default 18443)")
+    parser.add_argument(
+        "--node-labels",
+        action="store_true",
+        help="the webhook knows the Node labels (serve's Node watch): the fabric pod's own zone "
+        "and instance-type affinity then narrow the nodes it is decided on (default: off)",
+    )
     args = parser.parse_args()
     args.fleets = args.fleets or _fleets("5000:alike,20000:distinct" if args.quick else CURVE)
     args.requests = args.requests or (500 if args.quick else 2000)

@@ -71,14 +71,9 @@ def fleet(n: int, shape: str, variant: int = 0) -> Iterator[tuple[str, Status]]:
             else:
                 yield f"gpu-node-{i:05d}", base
         return
-    hgx = max(  # the HGX H100 fixture: the most usable HCAs on a healthy NVLink node
-        (
-            b
-            for b in bases
-            if b["summary"]["nvlinkIslandSize"] == 8 and b["summary"]["fabricHealth"] == "ok"
-        ),
-        key=lambda b: len(b["summary"]["usableHcas"]),
-    )
+    # The HGX H100 fixture by name (picking "the healthy NVLink node with the most HCAs" took the
+    # 16-port OCI node once it counted as healthy: 2^16 subsets, a different fleet).
+    hgx = yaml.safe_load((GOLDEN / "hgx-h100.yaml").read_text())["status"]
     hcas = list(hgx["summary"]["usableHcas"])
     subsets = 2 ** len(hcas) - 1
     for i in range(n):
@@ -140,8 +135,44 @@ def baseline_server(port: int, cert: str, key: str, ready: Any) -> None:
     asyncio.run(_serve(app, port, cert, key, ready, bare=True))
 
 
+def node_labels(n: int) -> dict[str, dict[str, str]]:
+    """Node labels as a real GPU node carries them (kubelet, cloud, GPU feature discovery): two
+    zones, two instance types, the rest alike but the hostname (issue 17 item 1)."""
+    out = {}
+    for i in range(n):
+        name = f"gpu-node-{i:05d}"
+        out[name] = {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "topology.kubernetes.io/region": "region-1",
+            "topology.kubernetes.io/zone": "zone-a" if i % 2 else "zone-b",
+            "node.kubernetes.io/instance-type": "gpu-8x" if i % 3 else "gpu-4x",
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "8",
+            "nvidia.com/gpu.memory": "81559",
+            "nvidia.com/cuda.driver.major": "535",
+            "nvidia.com/cuda.driver.minor": "161",
+            "nvidia.com/mig.capable": "true",
+            "feature.node.kubernetes.io/pci-10de.present": "true",
+            "feature.node.kubernetes.io/kernel-version.full": "5.15.0-105-generic",
+            "node-role.kubernetes.io/gpu": "",
+        }
+    return out
+
+
 def fabric_server(
-    port: int, cert: str, key: str, nodes: int, shape: str, review: bytes, ready: Any
+    port: int,
+    cert: str,
+    key: str,
+    nodes: int,
+    shape: str,
+    review: bytes,
+    ready: Any,
+    labels: bool = False,
 ) -> None:
     _pin()
     import psutil
@@ -158,6 +189,10 @@ def fabric_server(
     cache = FabricCache()
     cache.replace_nodes(fleet(nodes, shape))
     cache.replace_claims([])
+    if labels:  # serve's Node watch: the pod's own zone / instance-type affinity narrows the nodes
+        known = node_labels(nodes)
+        cache.replace_existing_nodes(list(known), known)
+        del known  # the watch's list is gone after it too: RSS counts what the cache keeps
     request = rv.parse(review)
     relist: dict[str, Any] = {}
 

@@ -70,10 +70,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A loop longer than a day could miss a short renewal window.
+MAX_LOOP_SECONDS = 86400
+
+
+def check(args: argparse.Namespace) -> None:
+    """UsageError (one line) for a value that cannot work."""
+    from certs.rotation import CERT_DAYS  # renewing that many days early: on every run
+
+    if not 0 <= args.renew_before_days < CERT_DAYS:
+        raise cli.UsageError(
+            f"--renew-before-days {args.renew_before_days}: accepted values: 0 to "
+            f"{CERT_DAYS - 1} (the serving certificate lasts {CERT_DAYS} days)"
+        )
+    if not (args.loop == 0 or 1 <= args.loop <= MAX_LOOP_SECONDS):  # also refuses nan
+        raise cli.UsageError(
+            f"--loop {args.loop:g}: accepted values: 0 (once) or 1 to {MAX_LOOP_SECONDS} seconds"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure(args.log_level, args.log_json)
     try:
+        check(args)
         from certs.bootstrap import reconcile
         from common.kube import load_api_client
 

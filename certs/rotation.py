@@ -32,13 +32,16 @@ def _names(cert_pem: bytes) -> list[str]:
     return list(san.value.get_values_for_type(x509.DNSName))
 
 
+CERT_DAYS = 365  # the serving certificate's lifetime
+
+
 def next_secret(
     current: Mapping[str, bytes] | None,
     dns_names: list[str],
     now: dt.datetime,
     renew_before: dt.timedelta = dt.timedelta(days=30),
     ca_days: int = 3650,
-    cert_days: int = 365,
+    cert_days: int = CERT_DAYS,
 ) -> tuple[dict[str, bytes], bool]:
     """(new Secret data, changed?)."""
     data = dict(current or {})

@@ -6,6 +6,7 @@ verbatim in a copy of the repository's daemonset/."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shlex
 import shutil
@@ -258,3 +259,26 @@ def test_what_the_install_doc_creates_in_the_checkout_is_ignored_by_git() -> Non
     for path in made:
         top = path.split("/")[0]
         assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), path
+
+
+def test_uninstall_releases_gated_group_pods_and_only_our_gate(tmp_path: Path) -> None:
+    from webhook.groups.names import GATE, LABEL_GROUP
+
+    release = block("kubectl get pods -A -l gpufabric.io/group")
+    log = tmp_path / "patches"
+    shim = f"""set -euo pipefail
+kubectl() {{
+  if [ "$1" = get ]; then
+    [[ "$*" == *"-l {LABEL_GROUP} "* ]] || exit 9
+    printf 'team-a llama-0\\nteam-b llama-1\\n'
+  else printf '%q ' "$@" >> {log}; echo >> {log}; fi
+}}
+"""
+    subprocess.run(["bash", "-c", shim + release], check=True)
+    calls = log.read_text().splitlines()
+    assert [c.split(" patch pod ")[0] for c in calls] == ["-n team-a", "-n team-b"]
+    for call in calls:
+        argv = shlex.split(call)
+        assert "--type" not in call  # kubectl's default for patch: strategic merge
+        patch = json.loads(argv[argv.index("-p") + 1])
+        assert patch == {"spec": {"schedulingGates": [{"name": GATE, "$patch": "delete"}]}}

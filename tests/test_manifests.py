@@ -572,3 +572,11 @@ def test_export_components_stack() -> None:
 
     args = webhook_args(render("export-kueue", "export-kai", "export-volcano"))
     assert export_targets(build_parser().parse_args(args)) == ("kueue", "kai", "volcano")
+
+
+@pytest.mark.parametrize("components", INSTALLS, ids=lambda c: "+".join(c) or "default")
+def test_every_install_runs_the_group_placer(components: tuple[str, ...]) -> None:
+    # The webhook gates group members only when it runs the placer (issue 17 item 3): an
+    # install without it would leave them ungated; keep it on in every combination.
+    webhook = find(render(*components), "Deployment", "gpufabric-webhook")
+    assert "--placer" in webhook["spec"]["template"]["spec"]["containers"][0]["args"]

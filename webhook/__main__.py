@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
     serve.add_argument(
-        "--tls-cert", required=True, type=Path, metavar="FILE", help="serving certificate (PEM)"
+        "--tls-cert",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="serving certificate (PEM); while it or the key does not exist yet, serve waits for "
+        "it, not ready",
     )
     serve.add_argument(
         "--tls-key", required=True, type=Path, metavar="FILE", help="its private key (PEM)"
@@ -90,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--placer",
         action="store_true",
-        help="also run the leader-elected group placer, Lease gpufabric-placer in $POD_NAMESPACE "
-        "(default: off)",
+        help="also run the leader-elected group placer, Lease gpufabric-placer in $POD_NAMESPACE; "
+        "without it, grouped pods are admitted ungated with a warning (default: off; the "
+        "manifests turn it on)",
     )
     serve.add_argument(
         "--topology-labels",
@@ -127,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port",
         type=int,
         default=9401,
-        help="plain-HTTP port for /metrics, /healthz, /readyz (default: 9401)",
+        help="plain-HTTP port for /metrics, /healthz, /readyz; 0: none of them (default: 9401)",
     )
     serve.add_argument(
         "--kubeconfig",

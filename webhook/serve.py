@@ -29,7 +29,9 @@ from webhook.fleet.cache import FabricCache
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes, gpus_in
 from webhook.kube.watch import ListWatch, Obj
 from webhook.leader import LABELER_LEASE, Elector, Work
+from webhook.server import tlsfiles
 from webhook.server.app import (
+    WAITING_KEY,
     WATCHES_KEY,
     CertReloader,
     make_app,
@@ -95,6 +97,11 @@ def name_of(obj: Obj) -> str:
     return str(obj["metadata"]["name"])
 
 
+def node_labels(obj: Obj) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
 def add_cache_watches(s: Serving) -> None:
     """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
     node's status never counts for placement."""
@@ -119,9 +126,13 @@ def add_cache_watches(s: Serving) -> None:
         lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
         on_status_event,
     )
+    # The Node labels too: a pod's own nodeSelector and affinity narrow the nodes it is decided
+    # on (webhook.fleet.selection).
     s.nodes.subscribe(
-        lambda items: cache.replace_existing_nodes(name_of(o) for o in items),
-        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED"),
+        lambda items: cache.replace_existing_nodes(
+            [name_of(o) for o in items], {name_of(o): node_labels(o) for o in items}
+        ),
+        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
     s.watches += [
         ListWatch(
@@ -190,7 +201,7 @@ def add_network(s: Serving) -> None:
     namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
 
     def labels(obj: Obj) -> dict[str, str]:
-        return dict((obj.get("metadata") or {}).get("labels") or {})
+        return dict(node_labels(obj))
 
     s.statuses.subscribe(
         lambda items: fabric.statuses([(name_of(o), o.get("status")) for o in items]),
@@ -329,6 +340,26 @@ def start(s: Serving, stop: threading.Event) -> list[threading.Thread]:
     return threads
 
 
+def admission_settings(
+    args: argparse.Namespace, policy: str | None, cache: FabricCache, spines: SpineSizes
+) -> Settings:
+    return Settings(
+        policy,
+        args.inject_nccl_tuning,
+        not args.no_nccl_ib_hca,
+        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
+        # Without a placer in this process's deployment nothing lifts a group gate: do not set it
+        placer=bool(getattr(args, "placer", False)),
+    )
+
+
+def check_ports(args: argparse.Namespace) -> None:
+    """--port 0..65535 (0: any free port), --metrics-port 0..65535 (0: no metrics endpoint)."""
+    for flag, port in (("--port", args.port), ("--metrics-port", args.metrics_port)):
+        if not 0 <= port <= 65535:
+            raise UsageError(f"{flag} {port}: not a TCP port (0-65535)")
+
+
 async def serve(args: argparse.Namespace) -> int:
     from common.kube import load_api_client
 
@@ -338,27 +369,38 @@ async def serve(args: argparse.Namespace) -> int:
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
     spines = SpineSizes()
-    settings = Settings(
-        policy,
-        args.inject_nccl_tuning,
-        not args.no_nccl_ib_hca,
-        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
-    )
-    # Certificates and ports first: a bad file or a taken port ends the command (one line, exit 2)
-    # before any watch thread exists.
-    ctx = tls_context(args.tls_cert, args.tls_key)
-    reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
+    settings = admission_settings(args, policy, cache, spines)
+    # Ports and certificates first: a wrong value, a bad file or a taken port ends the command
+    # (one line, exit 2) before any watch thread exists. Certificate files that do not exist yet
+    # (first install: the bootstrap Job has not run) are waited for, not ready meanwhile.
+    check_ports(args)
+    files = (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key))
+    for flag, path in files:
+        if (wrong := tlsfiles.problem(flag, path)) is not None:
+            raise UsageError(wrong)
     limits = Limits(args.max_connections, args.idle_timeout)
     app = make_app(cache, settings, metrics, limits)
     watches: list[ListWatch] = []  # filled below; /readyz reports the failing ones
     app[WATCHES_KEY] = watches
+    app[WAITING_KEY] = [f"{f}: no certificate secret yet" for f in tlsfiles.missing(files)]
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
     runner = runner_for(app)
     await runner.setup()
-    what = f"--port {args.port}"
+    what = f"--metrics-port {args.metrics_port}"
     try:
+        if args.metrics_port:  # 0: no metrics endpoint (and no /healthz, /readyz)
+            await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
+        if not await tlsfiles.wait_for(files, done):
+            await runner.cleanup()
+            return 0
+        ctx = tls_context(args.tls_cert, args.tls_key)
+        app[WAITING_KEY].clear()
+        reloader = CertReloader(ctx, args.tls_cert, args.tls_key)
+        what = f"--port {args.port}"
         await start_https(runner, "0.0.0.0", args.port, ctx)  # noqa: S104
-        what = f"--metrics-port {args.metrics_port}"
-        await web.TCPSite(runner, "0.0.0.0", args.metrics_port).start()  # noqa: S104
         api_client = load_api_client(args.kubeconfig)
     except OSError as err:
         await runner.cleanup()
@@ -393,10 +435,6 @@ async def serve(args: argparse.Namespace) -> int:
             "leases": sorted(s.elected),
         },
     )
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, done.set)
     await done.wait()
     stop.set()
     # Each elector stops its work and hands its Lease back, so a peer takes over at once.

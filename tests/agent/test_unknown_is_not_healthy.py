@@ -121,3 +121,32 @@ def test_nvml_none_on_purpose_is_not_a_fault(tmp_path: Path) -> None:
     assert conds["NvmlAvailable"].reason == "Disabled"
     assert conds["FabricHealthy"].status == "True"
     assert result.status.summary.fabric_health == "ok"
+
+
+def test_missing_nvml_with_nvlink_from_the_topology_file_is_not_degraded() -> None:
+    # OCI BM.GPU4.8 without NVML: its NCCL topology file describes every GPU's NVLinks, so the
+    # fabric is known and whole; the node must stay in the group placer's capacity (issue 17).
+    from webhook.groups.capacity import node_info
+
+    snap = load(FIXTURES / "oci-bm-gpu4.tar.gz")
+    told = probe_node(
+        snap.reader(),
+        SnapshotNvml(snap.nvml),
+        ProbeConfig(nccl_topo=snap.options["ncclTopo"]),
+        Options(),
+    )
+    conds = {c.type: c for c in told.status.conditions}
+    assert conds["NvmlAvailable"].status == "False"
+    assert told.status.summary.nvlink_island_size == 8
+    assert conds["FabricHealthy"].status == "True", conds["FabricHealthy"].message
+    labels = labels_for(told.status.summary)
+    node = {
+        "metadata": {"name": "oci", "labels": labels},
+        "status": {"allocatable": {"nvidia.com/gpu": "8"}, "conditions": [
+            {"type": "Ready", "status": "True"}]},
+    }  # fmt: skip
+    assert node_info(node).usable
+    # Without the file nobody knows the NVLinks: unknown is not healthy.
+    blind = probe_node(snap.reader(), SnapshotNvml(snap.nvml), ProbeConfig(), Options())
+    assert blind.status.summary.fabric_health == "degraded"
+    assert "NVLink unknown" in {c.type: c for c in blind.status.conditions}["FabricHealthy"].message

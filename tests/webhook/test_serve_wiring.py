@@ -63,3 +63,32 @@ def test_network_labels_ride_on_the_labeler_and_its_lease() -> None:
     extra = s.labeler.extra
     assert extra.__self__.refresh()[0]  # the FabricController behind the labeler's extra
     assert extra("gpu-1")["gpufabric.io/leaf"] == "s0"
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = {"inject_nccl_tuning": False, "no_nccl_ib_hca": False, "placer": False}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_serve_gates_groups_only_when_it_runs_the_placer() -> None:
+    from webhook.groups.spines import SpineSizes
+    from webhook.serve import admission_settings
+
+    cache, spines = FabricCache(), SpineSizes()
+    assert admission_settings(_args(placer=True), None, cache, spines).placer
+    assert not admission_settings(_args(), None, cache, spines).placer
+
+
+def test_the_node_watch_gives_the_cache_node_labels() -> None:
+    # A pod's own nodeSelector narrows the nodes it is decided on (issue 17 item 1).
+    s = Serving(argparse.Namespace(), None, FabricCache(), WebhookMetrics())
+    add_cache_watches(s)
+    s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
+    one, two = node("gpu-1"), node("gpu-2")
+    one["metadata"]["labels"] = {"pool": "a"}
+    s.nodes.listed([one, two])
+    p = {"spec": {"nodeSelector": {"pool": "a"}}}
+    assert [g.nodes for g in s.cache.fleet_for(p).groups()] == [("gpu-1",)]
+    two["metadata"]["labels"] = {"pool": "a"}
+    s.nodes.event("MODIFIED", two)
+    assert [g.nodes for g in s.cache.fleet_for(p).groups()] == [("gpu-1", "gpu-2")]

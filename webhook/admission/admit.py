@@ -52,6 +52,7 @@ def admit(
         request["operation"],
         settings.largest_spine_gpus,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
+        settings.placer,
     )
     try:
         req = requirements(pod, namespace, cache.claim)
@@ -60,7 +61,7 @@ def admit(
         return Answer(rv.denied(uid, f"gpufabric: {problems}"), "denied")
     if group.problems:
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
-    decision = mutate(pod, req, cache.groups(), settings, in_place=owned, group_env=group.env)
+    decision = mutate(pod, req, cache.fleet_for(pod), settings, in_place=owned, group_env=group.env)
     # Disjoint paths: gate and label vs the rest (most pods have no group: nothing to join).
     ops = decision.ops + group.ops if group.ops else decision.ops
     warnings = decision.warnings + group.warnings if group.warnings else decision.warnings

@@ -16,7 +16,7 @@ from common import api
 from webhook.admission import cufile
 from webhook.admission.podedit import Expr, PodEdit
 from webhook.admission.requirements import Requirements
-from webhook.fleet.layouts import KEY_INDEX, Cond, Fleet, Group, Pin, Query
+from webhook.fleet.layouts import ADMIT_ALL, KEY_INDEX, Cond, Fleet, Group, Pin, Query
 from webhook.kube.nodeselector import required_terms
 
 
@@ -27,6 +27,8 @@ class Settings:
     inject_nccl_ib_hca: bool = True
     # GPUs of the largest spine domain (webhook.groups.spines), for the too-big-group warning
     largest_spine_gpus: Callable[[], int | None] | None = None
+    # Whether a group placer runs (serve --placer): without one, a gated group would wait forever
+    placer: bool = True
 
 
 # The memo tables keyed by pod shapes hold a bounded number of entries, each of bounded size (a
@@ -267,6 +269,8 @@ def _narrowed(hcas: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, .
 
 def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
     """Which requirement no node meets (for the warning), best effort."""
+    if fleet.scope and not fleet.candidates(ADMIT_ALL).nodes:
+        return [fleet.scope]  # the pod's own constraints leave no node at all
     lacking = [
         n.why
         for n in plan_.required
@@ -277,6 +281,10 @@ def _unmet(plan_: Plan, fleet: Fleet) -> list[str]:
     return ["all of: " + "; ".join(n.why for n in plan_.required)] if plan_.required else []
 
 
+def _nodes(n: int) -> str:
+    return "1 node" if n == 1 else f"{n} nodes"
+
+
 @functools.lru_cache(maxsize=PINNED)
 def _pinned(p: Plan, pin: Pin) -> tuple[tuple[Expr, ...], str]:
     """The plan's required expressions with the pin's hca-profile one, and the warning that says
@@ -284,7 +292,7 @@ def _pinned(p: Plan, pin: Pin) -> tuple[tuple[Expr, ...], str]:
     exprs = (*p.exprs, _in(api.LABEL_HCA_PROFILE, *pin.profiles))
     return exprs, (
         f"gpufabric: nodes differ in usable HCAs; pinned to {api.LABEL_HCA_PROFILE} "
-        f"in [{', '.join(pin.profiles)}], the {pin.nodes} nodes on which "
+        f"in [{', '.join(pin.profiles)}], the {_nodes(pin.nodes)} on which "
         f"{','.join(pin.hcas)} are usable"
     )
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from common import api
 from webhook.admission.review import annotations_of, pod_problems
-from webhook.groups.names import GROUP_ANNOTATIONS
+from webhook.groups.names import GROUP_ANNOTATIONS, choice
 from webhook.kube.nodeselector import INT64_MAX, parse_int64
 
 Level = Literal["required", "preferred"]
@@ -84,8 +84,8 @@ def _show(value: object, limit: int = 80) -> str:
 
 
 def _level(where: str, value: object) -> Level:
-    text = value.strip().lower() if isinstance(value, str) else None
-    if text not in ("required", "preferred"):
+    text = choice(value, ("required", "preferred"))
+    if text is None:
         raise Invalid(f"{where}: {_show(value)} is not valid; accepted values: required, preferred")
     return text  # type: ignore[return-value]
 
@@ -109,8 +109,8 @@ def _int(where: str, value: object, minimum: int) -> int:
 
 
 def _topology(where: str, value: object) -> Topology:
-    text = value.strip() if isinstance(value, str) else None
-    if text not in ("any", "same-socket", "nvlink"):
+    text = choice(value, ("any", "same-socket", "nvlink"))
+    if text is None:
         raise Invalid(
             f"{where}: {_show(value)} is not valid; accepted values: any, same-socket, nvlink"
         )

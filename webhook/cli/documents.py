@@ -3,6 +3,8 @@ names the file (not UTF-8, not YAML, nested too deeply), never a traceback."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,8 @@ from common import yamlload
 from common.cli import UsageError
 
 STDIN = "-"
+# One input file at most (a status list of thousands of nodes is tens of MiB).
+MAX_INPUT = 512 * 1024 * 1024
 
 
 def parse_documents(text: bytes, where: str) -> list[Any]:
@@ -36,10 +40,47 @@ def parse_documents(text: bytes, where: str) -> list[Any]:
 
 
 def read_input(path: Path | str) -> bytes:
-    """The file's bytes; `-` is standard input."""
+    """The file's bytes; `-` is standard input. Regular files only (a FIFO would block, a device
+    like /dev/zero never end) of at most MAX_INPUT bytes: UsageError naming the file otherwise."""
     if str(path) == STDIN:
-        return sys.stdin.buffer.read()
-    return Path(path).read_bytes()
+        data = sys.stdin.buffer.read(MAX_INPUT + 1)
+        if len(data) > MAX_INPUT:
+            raise UsageError(f"standard input: more than {_mib(MAX_INPUT)}")
+        return data
+    # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"{path}: a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        if st.st_size > MAX_INPUT:
+            raise UsageError(f"{path}: larger than {_mib(MAX_INPUT)}")
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # the file object closes it now
+            data = f.read(MAX_INPUT + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_INPUT:  # grew while read
+        raise UsageError(f"{path}: larger than {_mib(MAX_INPUT)}")
+    return data
+
+
+def read_text(path: Path | str) -> str:
+    """read_input as UTF-8 text; UsageError naming the file when it is not."""
+    data = read_input(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})"
+        ) from None
+
+
+def _mib(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB"
 
 
 def _files(path: Path) -> list[Path]:

@@ -141,15 +141,13 @@ def node_checks(
         behind = "" if v.ok else _conditions_behind(str(expr.get("key")), status)
         out.append(Check("ok" if v.ok else "FAIL", f"{why}: {v.why}{behind}"))
     if req.gpus:
-        have = ns.parse_int64(fabric.get(api.LABEL_GPU_COUNT, "")) or 0
-        ok = have >= req.gpus
+        # The label as it is (a status may say any integer): never shown as 0 when unparsable.
+        value = fabric.get(api.LABEL_GPU_COUNT)
+        ok = value is not None and value.isdigit() and int(value) >= req.gpus
+        has = f"{api.LABEL_GPU_COUNT}={value}" if value is not None else "no GPU count"
         behind = "" if ok else _conditions_behind(api.LABEL_GPU_COUNT, status)
-        out.append(
-            Check(
-                "ok" if ok else "FAIL",
-                f"the pod asks for {req.gpus} GPUs: node has {api.LABEL_GPU_COUNT}={have}{behind}",
-            )
-        )
+        asks = f"the pod asks for {req.gpus} GPUs: node has {has}{behind}"
+        out.append(Check("ok" if ok else "FAIL", asks))
     if name not in facts.node_labels and _foreign_keys(pod):
         out.append(
             Check(
@@ -172,7 +170,7 @@ def explain(
 ) -> str:
     facts = facts or NodeFacts()
     p = plan(req)
-    decision = mutate(pod, req, cache.groups(), Settings())
+    decision = mutate(pod, req, cache.fleet_for(pod), Settings())
     needs = [(n.why, n.expr) for n in p.required]
     planned = [n.expr for n in p.required]
     for t in ns.required_terms(decision.pod) or []:
@@ -203,7 +201,9 @@ def explain(
         lines += [f"  [{c.mark:<4}] {c.text}" for c in checks]
         lines += _nvlink_line(facts.domain(name))
     if not only:
-        lines += ["", f"{admitting} of {len(names)} nodes admit this pod."]
+        n = len(names)
+        of = "1 node admits" if n == 1 else f"{n} nodes admit"
+        lines += ["", f"{admitting} of {of} this pod."]
     lines += decision.warnings
     lines += group_section(pod, _nodes_for_groups(cache, facts))
     return "\n".join(lines) + "\n"

@@ -18,8 +18,9 @@ from webhook.admission import cufile
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
 from webhook.admission.requirements import Invalid, requirements
-from webhook.cli.documents import STDIN, objects, parse_documents, read_input
+from webhook.cli.documents import STDIN, objects, parse_documents, read_input, read_text
 from webhook.cli.explain import NodeFacts, explain
+from webhook.cli.templates import Template, templates
 from webhook.fleet.cache import FabricCache
 
 
@@ -31,12 +32,18 @@ def _name(where: str, doc: dict[str, Any]) -> str:
     return name
 
 
-def load_pod(path: str) -> dict[str, Any]:
+def load_workload(path: str) -> tuple[dict[str, Any], list[Template]]:
+    """The one object in the file and its pod templates (a Pod is its own)."""
     where = "standard input" if path == STDIN else path
     docs = [d for d in parse_documents(read_input(path), where) if d is not None]
-    if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind", "Pod") != "Pod":
-        raise UsageError(f"{where} is not one Pod")
-    return docs[0]
+    found = templates(docs[0], where) if len(docs) == 1 else []
+    if not found:
+        raise UsageError(
+            f"{where}: not one Pod or object with a pod template (Job, CronJob, Deployment, "
+            "StatefulSet, DaemonSet, ReplicaSet, JobSet, PyTorchJob, MPIJob, LeaderWorkerSet, "
+            "or a List of them)"
+        )
+    return docs[0], found
 
 
 def offline_cache(
@@ -60,6 +67,8 @@ def offline_cache(
                     str(k): str(v) for k, v in (labels if isinstance(labels, dict) else {}).items()
                 }
     cache.replace_nodes(statuses)
+    for name, labels in facts.node_labels.items():
+        cache.set_node_labels(name, labels)
     claims = []
     for path in claim_paths:
         for where, doc in objects(path):
@@ -72,63 +81,96 @@ def offline_cache(
 
 
 def cmd_offline(args: argparse.Namespace) -> int:
-    pod = load_pod(args.pod)
+    doc, found = load_workload(args.pod)
     cache, facts = offline_cache(args.status, args.claim)
     if not cache.nodes and not facts.statuses and not facts.node_labels:
         raise UsageError("no GpuNodeStatus or Node found in --status")
-    meta = pod.get("metadata")
-    own_ns = meta.get("namespace") if isinstance(meta, dict) else None
-    namespace = args.namespace or (own_ns if isinstance(own_ns, str) else None) or "default"
     if args.command == "explain":
-        try:
-            req = requirements(pod, namespace, cache.claim)
-        except Invalid as err:
-            print(f"denied: {err}")
-            return 1
         if args.node and args.node not in facts.known():
             raise UsageError(f"--node {args.node}: no GpuNodeStatus or Node of that name")
-        sys.stdout.write(explain(pod, req, cache, facts, only=args.node))
-        return 0
-    return _mutate(args, pod, namespace, cache)
+        code = 0
+        for t in found:
+            if t.pointer or len(found) > 1:  # say which template, unless it is the Pod itself
+                print(f"Pod template: {t.where}")
+            try:
+                req = requirements(t.pod, _namespace(args, t.pod), cache.claim)
+            except Invalid as err:
+                print(f"denied: {err}")
+                code = 1
+                continue
+            sys.stdout.write(explain(t.pod, req, cache, facts, only=args.node))
+        return code
+    return _mutate(args, doc, found, cache)
 
 
-def _mutate(args: argparse.Namespace, pod: dict[str, Any], namespace: str, cache: Any) -> int:
+def _namespace(args: argparse.Namespace, pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
+    own = meta.get("namespace") if isinstance(meta, dict) else None
+    return str(args.namespace or (own if isinstance(own, str) else None) or "default")
+
+
+def _mutate(
+    args: argparse.Namespace, doc: dict[str, Any], found: list[Template], cache: Any
+) -> int:
     policy = None
     if args.cufile_policy:
         try:
-            policy = cufile.check(args.cufile_policy.read_text(), str(args.cufile_policy))
+            policy = cufile.check(read_text(args.cufile_policy), str(args.cufile_policy))
         except cufile.PolicyError as err:
             raise UsageError(str(err)) from None
     settings = Settings(policy, args.inject_nccl_tuning)
-    request = {
-        "uid": "offline",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "operation": "CREATE",
-        "namespace": namespace,
-        "object": pod,
-    }
-    resp = admit(request, cache, settings).response  # type: ignore[arg-type]
+    plain = len(found) == 1 and not found[0].pointer  # a Pod: the output as it always was
+    patch: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    denied: list[str] = []
+    for t in found:
+        request = {
+            "uid": "offline",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": _namespace(args, t.pod),
+            "object": t.pod,
+        }
+        resp = admit(request, cache, settings).response  # type: ignore[arg-type]
+        said = "" if plain else f"{t.where}: "
+        if not resp.get("allowed"):
+            denied.append(said + resp.get("status", {}).get("message", ""))
+            continue
+        ops = json.loads(base64.b64decode(resp["patch"])) if "patch" in resp else []
+        patch += _at(t, ops)
+        warnings += [said + w for w in resp.get("warnings", [])]
     fmt = getattr(args, "output", "text")
-    if not resp.get("allowed"):
-        message = resp.get("status", {}).get("message", "")
+    if denied:
+        message = "; ".join(denied)
         if fmt == "text":
             print(f"denied: {message}")
         else:
             _dump({"allowed": False, "message": message}, fmt)
         return 1
-    patch = json.loads(base64.b64decode(resp["patch"])) if "patch" in resp else []
-    warnings = list(resp.get("warnings", []))
-    patched = jsonpatch.apply_patch(pod, patch)
+    patched = jsonpatch.apply_patch(doc, patch)
+    what = "pod" if plain else str(doc.get("kind", "object"))
     if fmt != "text":
-        _dump({"allowed": True, "warnings": warnings, "patch": patch, "pod": patched}, fmt)
+        shape = {"pod": patched} if plain else {"templates": [t.where for t in found]}
+        if not plain:
+            shape["object"] = patched
+        _dump({"allowed": True, "warnings": warnings, "patch": patch, **shape}, fmt)
         return 0
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    for t in found if not plain else []:
+        print(f"# pod template: {t.where}")
     print("# JSONPatch")
     print(json.dumps(patch, indent=2))
-    print("# patched pod")
+    print(f"# patched {what}")
     print(yaml.safe_dump(patched, sort_keys=False), end="")
     return 0
+
+
+def _at(t: Template, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A template's ops (against the Pod it creates) against the whole document: a template has
+    the Pod's metadata and spec at the same relative paths (ops exist only for a template with
+    annotations, so its metadata is there)."""
+    return [{**op, "path": t.pointer + op["path"]} for op in ops] if t.pointer else ops
 
 
 def _dump(doc: dict[str, Any], fmt: str) -> None:

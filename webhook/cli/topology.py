@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from common import api, logs, nvlink
-from webhook.cli.documents import documents
+from webhook.cli.documents import documents, read_text
 from webhook.export import slurm
 from webhook.export.kinds import KINDS
 from webhook.export.model import Model, build
@@ -74,7 +74,7 @@ def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:
         return None
     nodes: dict[str, frozenset[int]] = {}
     for path in paths:
-        if path.is_file() and join.looks_like_map(text := path.read_text()):
+        if not path.is_dir() and join.looks_like_map(text := read_text(path)):
             nodes.update(join.parse_map(text))
             continue
         for doc in documents(path):
@@ -129,7 +129,7 @@ def _domains(args: argparse.Namespace) -> dict[str, nvlink.Domain]:
 def fabric_for(args: argparse.Namespace) -> Fabric:
     if args.topology_labels:
         return from_labels(args.topology_labels, _node_labels(args.source))
-    return derive(args.source.read_text(), args.source.name, _node_guids(args.status))
+    return derive(read_text(args.source), args.source.name, _node_guids(args.status))
 
 
 def cmd_topology(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 from common.wire import WireError
 from webhook.fleet.ingest import layout_of
 from webhook.fleet.layouts import Fleet, Group, Layout
+from webhook.fleet.selection import LabelStore, Selections, shape
 
 __all__ = ["FabricCache", "Group", "NodeRecord", "record_from_status"]
 
@@ -61,9 +62,14 @@ class FabricCache:
     _fleet: Fleet = field(init=False)
     _existing: set[str] | None = None  # None until the Node list arrives: every status counts
     _gone: set[str] = field(default_factory=set)  # Nodes deleted before the first Node list
+    # Node labels, once known (the Node watch, or Node objects given offline): a pod's own
+    # nodeSelector and affinity then narrow the nodes it is decided on (webhook.fleet.selection).
+    _labels: LabelStore | None = None
+    _selections: Selections = field(init=False)
 
     def __post_init__(self) -> None:
         self._fleet = Fleet(self._lock)
+        self._selections = Selections(self._lock)
 
     @property
     def synced(self) -> bool:
@@ -72,6 +78,18 @@ class FabricCache:
     def groups(self) -> Fleet:
         """The live fleet placement asks (see webhook.fleet.layouts)."""
         return self._fleet
+
+    def fleet_for(self, pod: Mapping[str, Any]) -> Fleet:
+        """The fleet of the nodes the pod's own nodeSelector and required affinity admit, when
+        they name labels of the Node and those are known; else the whole fleet."""
+        labels = self._labels
+        if labels is None:
+            return self._fleet
+        found = shape(pod)
+        if found is None:
+            return self._fleet
+        with self._lock:
+            return self._selections.fleet(found, self._fleet, labels)
 
     def _counts(self, name: str) -> bool:
         if self._existing is None:
@@ -86,13 +104,34 @@ class FabricCache:
         if old is not None:
             fleet.remove(name, old.layout)
         self.absent.pop(name, None)
-        if record is None:
-            return
-        if self._counts(name):
-            record = NodeRecord(name, fleet.add(name, record.layout))
-            self.nodes[name] = record
-        else:
-            self.absent[name] = record
+        new = None
+        if record is not None:
+            if self._counts(name):
+                record = NodeRecord(name, fleet.add(name, record.layout))
+                self.nodes[name] = record
+                new = record.layout
+            else:
+                self.absent[name] = record
+        if len(self._selections) and (old is not None or new is not None):
+            labels = self._labels.get(name) if self._labels is not None else None
+            self._selections.update(name, old.layout if old else None, new, labels)
+
+    def _relabel(self, name: str, labels: Mapping[str, Any] | None) -> bool:
+        """Record a Node's labels (callers hold the lock); whether they changed."""
+        if self._labels is None:
+            self._labels = LabelStore()
+        return self._labels.put(name, labels)
+
+    def set_node_labels(self, name: str, labels: Mapping[str, Any] | None) -> None:
+        """A Node's labels (offline: a Node object given in --status), not its existence."""
+        with self._lock:
+            if self._relabel(name, labels):
+                self._replace(name)
+
+    def _replace(self, name: str) -> None:
+        record = self.nodes.get(name) or self.absent.get(name)
+        if record is not None:
+            self._place(name, record)
 
     def put_node(self, name: str, status: Mapping[str, Any] | None) -> None:
         try:
@@ -129,19 +168,30 @@ class FabricCache:
             del self.rejected[name]
         self.nodes_synced = True
 
-    def replace_existing_nodes(self, names: Iterable[str]) -> None:
-        """The full set of Nodes that exist (a Node relist): only their statuses count from now."""
+    def replace_existing_nodes(
+        self, names: Iterable[str], labels: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        """The full set of Nodes that exist (a Node relist): only their statuses count from now.
+        `labels`: every Node's labels, when the caller has them."""
         with self._lock:
             self._existing = set(names)
             self._gone.clear()
+            relabeled: set[str] = set()
+            if labels is not None:
+                known = self._labels.names() if self._labels is not None else set()
+                for name in known - self._existing:
+                    self._relabel(name, None)
+                relabeled = {n for n in self._existing if self._relabel(n, labels.get(n))}
             for name, record in [*self.nodes.items(), *self.absent.items()]:
-                if self._counts(name) != (name in self.nodes):
+                if self._counts(name) != (name in self.nodes) or name in relabeled:
                     self._place(name, record)
             self.updated = time.monotonic()
 
-    def node_exists(self, name: str, exists: bool) -> None:
-        """One Node appeared (exists=True) or was deleted (False)."""
+    def node_exists(self, name: str, exists: bool, labels: Mapping[str, Any] | None = None) -> None:
+        """One Node appeared or changed (exists=True, with its labels when known) or was
+        deleted (False)."""
         with self._lock:
+            was = self._counts(name)
             if self._existing is None:  # no Node list yet: remember only the deletions
                 if exists:
                     self._gone.discard(name)
@@ -151,9 +201,13 @@ class FabricCache:
                 self._existing.add(name)
             else:
                 self._existing.discard(name)
-            record = self.nodes.get(name) or self.absent.get(name)
-            if record is not None:
-                self._place(name, record)
+            changed = False
+            if not exists and self._labels is not None:
+                changed = self._labels.put(name, None)
+            elif exists and labels is not None:
+                changed = self._relabel(name, labels)
+            if was != self._counts(name) or changed:
+                self._replace(name)
             self.updated = time.monotonic()
 
     def put_claim(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:

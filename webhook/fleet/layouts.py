@@ -180,16 +180,24 @@ class _View:
 
     def _pin(self, preferred: tuple[str, ...]) -> Pin | None:
         # The HCA list: what the most common profile offers (narrowed to the preferred HCAs);
-        # then keep every profile on which that whole list is usable, not only the one.
+        # on a tie, the profile with more usable HCAs (rails), then the smaller profile value
+        # (docs/usage.md). Then keep every profile on which that whole list is usable.
+        # Only the profiles tied with the first that offers a list are compared (O(profiles) only
+        # for the sort, as a review after a watch event pays it).
         ranked = sorted(self.profiles.items(), key=lambda kv: (-kv[1].nodes, kv[0]))
+        best: set[str] = set()
+        most = 0
         for _, prof in ranked:
+            if best and prof.nodes < most:
+                break
             common = set.intersection(*(set(u) for u in prof.usable))
             if preferred:
                 common &= set(preferred)
-            if common:
-                break
-        else:
+            if len(common) > len(best):
+                best, most = common, prof.nodes
+        if not best:
             return None
+        common = best
         keep = sorted(
             name for name, p in self.profiles.items() if all(common <= set(u) for u in p.usable)
         )
@@ -208,8 +216,11 @@ class Fleet:
     take the same lock, so a review never sees a half-applied change.
     """
 
-    def __init__(self, lock: threading.Lock | None = None) -> None:
+    def __init__(self, lock: threading.Lock | None = None, scope: str = "") -> None:
         self.lock = lock or threading.Lock()
+        # What restricts these nodes beyond the statuses ("" for the whole fleet), for the
+        # warning when none is left (webhook.fleet.selection).
+        self.scope = scope
         self._members: dict[Layout, tuple[Layout, set[str]]] = {}
         self._views: OrderedDict[Query, _View] = OrderedDict()
 
@@ -231,6 +242,22 @@ class Fleet:
             entry[1].add(name)
             self._apply(layout, 1)
         return entry[0]
+
+    def add_all(self, names: Iterable[str], layout: Layout) -> None:
+        """add() for many nodes of one layout at once (callers hold `lock`)."""
+        entry = self._members.get(layout)
+        if entry is None:
+            entry = self._members[layout] = (layout, set())
+        before = len(entry[1])
+        entry[1].update(names)
+        if len(entry[1]) > before:
+            self._apply(layout, len(entry[1]) - before)
+        elif not entry[1]:
+            del self._members[layout]
+
+    def members(self) -> Iterator[tuple[Layout, set[str]]]:
+        """Each layout and its node names, live (callers hold `lock` and do not keep them)."""
+        return ((layout, names) for layout, (_, names) in self._members.items())
 
     def remove(self, name: str, layout: Layout) -> None:
         entry = self._members.get(layout)

@@ -28,6 +28,7 @@ from webhook.groups.names import (
     LOCALITIES,
     Level,
     Locality,
+    choice,
     escape_key,
 )
 from webhook.groups.ranks import member_env
@@ -80,23 +81,37 @@ def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[
     text = str(raw_size).strip() if raw_size is not None else ""
     if raw_size is None:
         problems.append(f"{ANN_SIZE}: missing; the number of pods in the group, an integer >= 1")
-    elif not text.isdigit() or not 1 <= int(text) <= _INT64_MAX:
+    elif not text.isdigit():
         problems.append(f"{ANN_SIZE}: {raw_size!r} is not an integer >= 1")
+    elif not 1 <= int(text) <= _INT64_MAX:
+        problems.append(
+            f"{ANN_SIZE}: {_cut(text)} is out of range; accepted values: integers from 1 to "
+            f"{_INT64_MAX}"
+        )
     else:
         size = int(text)
-    locality = str(annotations.get(ANN_LOCALITY, "required")).strip()
-    if locality not in LOCALITIES:
+    raw_locality = annotations.get(ANN_LOCALITY, "required")
+    locality = choice(raw_locality, LOCALITIES)
+    if locality is None:
         problems.append(
-            f"{ANN_LOCALITY}: {locality!r} is not valid; accepted values: {', '.join(LOCALITIES)}"
+            f"{ANN_LOCALITY}: {str(raw_locality).strip()!r} is not valid; accepted values: "
+            f"{', '.join(LOCALITIES)}"
         )
-    level = str(annotations.get(ANN_LEVEL, "auto")).strip()
-    if level != "auto" and level not in LEVELS:
+    raw_level = annotations.get(ANN_LEVEL, "auto")
+    level = choice(raw_level, ("auto", *LEVELS))
+    if level is None:
         problems.append(
-            f"{ANN_LEVEL}: {level!r} is not valid; accepted values: auto, {', '.join(LEVELS)}"
+            f"{ANN_LEVEL}: {str(raw_level).strip()!r} is not valid; accepted values: auto, "
+            f"{', '.join(LEVELS)}"
         )
-    if problems:
+    if problems or locality is None or level is None:
         return None, problems
     return GroupSpec(name, size, locality, level), []  # type: ignore[arg-type]
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    """A long number, shortened for a message."""
+    return text if len(text) <= limit else f"{text[:20]}...({len(text)} digits)"
 
 
 def kueue_managed(pod: Mapping[str, Any]) -> bool:
@@ -114,11 +129,13 @@ def admit_group(
     operation: str,
     largest_domain_gpus: Callable[[], int | None] | None = None,
     pod_gpus: int = 0,
+    placer: bool = True,
 ) -> GroupAdmission:
     """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
 
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
-    fabric (None: unknown, no warning).
+    fabric (None: unknown, no warning). `placer`: whether a group placer runs; without one the pod
+    is labelled but not gated (nothing would ever lift the gate), with a warning that says so.
     """
     meta = as_map(pod.get("metadata"))
     annotations = as_map(meta.get("annotations"))
@@ -162,6 +179,13 @@ def admit_group(
             ops.append({"op": "add", "path": path, "value": spec.name})
         else:
             ops.append({"op": "add", "path": "/metadata/labels", "value": {LABEL_GROUP: spec.name}})
+    if not placer:
+        warnings.append(
+            f"gpufabric: no group placer runs (the webhook was started without --placer): group "
+            f"{spec.name} is not gated and its pods are scheduled one by one, without group "
+            "locality"
+        )
+        return GroupAdmission(ops=ops, warnings=warnings, spec=spec)
     gates = as_map(pod.get("spec")).get("schedulingGates")
     if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates or []):
         if isinstance(gates, list):

@@ -41,3 +41,12 @@ def level_key(level: str) -> str:
 def escape_key(key: str) -> str:
     """A map key as one JSON Pointer segment (RFC 6901)."""
     return key.replace("~", "~0").replace("/", "~1")
+
+
+def choice(value: object, accepted: tuple[str, ...]) -> str | None:
+    """An enumerated annotation value as the webhook reads every one of them (docs/usage.md):
+    surrounding whitespace ignored, any case; the accepted spelling, or None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    return text if text in accepted else None

@@ -30,6 +30,7 @@ from webhook.admission.placement import Settings
 from webhook.admission.review import has_fabric_annotations
 from webhook.fleet.cache import FabricCache
 from webhook.kube.watch import ListWatch
+from webhook.server import tlsfiles
 from webhook.server.connections import ConnectionGuard, GuardedSite, Limits
 from webhook.server.metrics import WebhookMetrics
 
@@ -49,6 +50,9 @@ METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
 # The watches behind the cache (serve sets it): /readyz names the ones that are failing.
 WATCHES_KEY: web.AppKey[list[ListWatch]] = web.AppKey("watches")
 GUARD_KEY = web.AppKey("guard", ConnectionGuard)
+# What serve still waits for before it can answer reviews (the certificate files): /readyz is false
+# while this holds anything.
+WAITING_KEY: web.AppKey[list[str]] = web.AppKey("waiting")
 
 
 class BodyError(ValueError):
@@ -167,6 +171,9 @@ async def readyz(request: web.Request) -> web.Response:
         for w in request.app.get(WATCHES_KEY, [])
         if w.stale_seconds() > 0
     )
+    waiting = request.app.get(WAITING_KEY)
+    if waiting:
+        return web.Response(text="".join(f"waiting: {w}\n" for w in waiting), status=503)
     if cache.synced:
         return web.Response(text="ready\n" + stale)
     return web.Response(text="caches not synced\n" + stale, status=503)
@@ -219,7 +226,10 @@ def runner_for(app: web.Application) -> web.AppRunner:
 def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
     """A TLS 1.2+ server context; UsageError naming the file when a file is missing or bad."""
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
-        if not path.is_file():
+        wrong = tlsfiles.problem(flag, path)
+        if wrong is not None:
+            raise UsageError(wrong)
+        if not path.exists():
             raise UsageError(f"{flag} {path}: no such file")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2

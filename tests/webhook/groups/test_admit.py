@@ -183,3 +183,15 @@ def test_admission_warns_when_the_group_exceeds_the_largest_spine_of_the_gpufabr
     assert not any("spine" in w for w in ok.response.get("warnings") or [])
     spines.event("DELETED", fabric_obj)
     assert spines.largest(gpus_in(cache)) is None
+
+
+def test_without_a_placer_the_pod_is_not_gated_and_the_warning_names_it() -> None:
+    # Nothing would ever lift the gate (issue 17 item 3): admit ungated, say why.
+    p = pod(GROUP)
+    answer = admit(review(p)["request"], golden_cache(), Settings(placer=False))
+    assert answer.response["allowed"] is True
+    patched = _apply(p, _ops(answer))
+    assert "schedulingGates" not in patched["spec"]
+    assert patched["metadata"]["labels"] == {"gpufabric.io/group": "llama-70b"}
+    (warning,) = answer.response["warnings"]
+    assert "no group placer runs" in warning and "--placer" in warning

@@ -1,0 +1,234 @@
+"""The nodes a pod's own nodeSelector and required node affinity admit, judged on the Node labels.
+
+The fleet's queries decide only our summary labels; a pod that also says `pool: azure`, a zone or a
+network position must not have its HCA list (or its hca-profile pin, or the "no node satisfies"
+warning) decided by nodes it can never run on. When the Node labels are known (the webhook's Node
+watch, or Node objects given offline), each distinct shape of those constraints gets its own Fleet
+of the admitted nodes, built once by one pass over the nodes and then kept current on every node
+change, like the fleet's views. Pods whose constraints name none but our summary labels (most
+pods) never come here.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.fleet.layouts import KEY_INDEX, Fleet, Layout
+from webhook.kube.nodeselector import NODE_NAME_FIELD, pod_admits, required_terms
+
+HOSTNAME = "kubernetes.io/hostname"
+MAX_SELECTIONS = 16  # distinct constraint shapes remembered; the least recently asked is dropped
+SCOPE = (
+    "the pod's own nodeSelector and required node affinity "
+    "(no node with a GpuNodeStatus has the labels they ask for)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """One Node's labels less our summary labels (its status decides those). The set is shared by
+    every node that has the same labels; the hostname, unique per node, is kept apart."""
+
+    shared: Mapping[str, str]
+    hostname: str | None
+
+    def get(self, key: str) -> str | None:
+        return self.hostname if key == HOSTNAME else self.shared.get(key)
+
+
+class LabelStore:
+    """Each Node's labels, one copy per distinct set (nodes of a pool share it), counted so a set
+    no node has any more is dropped."""
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple[tuple[str, str], ...], list[Any]] = {}  # items -> [dict, users]
+        self.nodes: dict[str, Labels] = {}  # read it, never write it
+
+    @staticmethod
+    def items(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            sorted(
+                (str(k), str(v)) for k, v in labels.items() if k not in KEY_INDEX and k != HOSTNAME
+            )
+        )
+
+    def get(self, name: str) -> Labels | None:
+        return self.nodes.get(name)
+
+    def put(self, name: str, labels: Mapping[str, Any] | None) -> bool:
+        """Set (None: forget) a node's labels; whether they changed."""
+        old = self.nodes.get(name)
+        if labels is None:
+            if old is None:
+                return False
+            self._release(old)
+            del self.nodes[name]
+            return True
+        host = labels.get(HOSTNAME)
+        hostname = str(host) if host is not None else None
+        key = self.items(labels)
+        if old is not None and old.hostname == hostname and old.shared is self._shared(key):
+            return False
+        entry = self._sets.get(key)
+        if entry is None:
+            entry = self._sets[key] = [dict(key), 0]
+        entry[1] += 1
+        if old is not None:
+            self._release(old)
+        self.nodes[name] = Labels(entry[0], hostname)
+        return True
+
+    def _shared(self, key: tuple[tuple[str, str], ...]) -> Mapping[str, str] | None:
+        entry = self._sets.get(key)
+        return entry[0] if entry is not None else None
+
+    def _release(self, labels: Labels) -> None:
+        key = tuple(labels.shared.items())  # the dict was built from the sorted items
+        entry = self._sets.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del self._sets[key]
+
+    def names(self) -> set[str]:
+        return set(self.nodes)
+
+
+def _foreign(selector: Any, terms: list[Any] | None) -> bool:
+    if isinstance(selector, Mapping) and any(k not in KEY_INDEX for k in selector):
+        return True
+    for t in terms or ():
+        if not isinstance(t, Mapping) or t.get("matchFields"):
+            return True
+        for e in t.get("matchExpressions") or ():
+            if not isinstance(e, Mapping) or e.get("key") not in KEY_INDEX:
+                return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A pod's own node constraints: `key` tells shapes apart (repr: the cheapest exact text of
+    decoded JSON; a different key order only costs a second selection)."""
+
+    key: str
+    selector: Any
+    terms: list[Any] | None
+
+
+def shape(pod: Mapping[str, Any]) -> Shape | None:
+    """The pod's own node constraints; None when they name no label but our summary labels (the
+    fleet's query decides those) or there are none."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    selector = spec.get("nodeSelector")
+    terms = required_terms(pod)
+    if not selector and terms is None:  # the usual pod: two dict lookups and out
+        return None
+    if not _foreign(selector, terms):
+        return None
+    return Shape(repr((selector, terms)), selector, terms)
+
+
+class _Selection:
+    __slots__ = ("fields", "fleet", "host", "keys", "pod")
+
+    def __init__(self, found: Shape, lock: threading.Lock) -> None:
+        # A copy: admission edits the pod (and so these very lists) in place.
+        selector, terms = copy.deepcopy((found.selector, found.terms))
+        spec: dict[str, Any] = {"nodeSelector": selector} if selector else {}
+        if terms is not None:
+            spec["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            }
+        self.pod = {"spec": spec}
+        self.keys = _keys(selector, terms)
+        self.fields = NODE_NAME_FIELD in found.key  # matchFields: the node's name decides too
+        self.host = HOSTNAME in self.keys
+        self.fleet = Fleet(lock, scope=SCOPE)
+
+    def admits(self, name: str, layout: Layout, labels: Labels | None) -> bool:
+        if labels is None:  # a node whose labels are unknown counts as met (the safe side)
+            return True
+        found = {}
+        for k in self.keys:
+            i = KEY_INDEX.get(k)
+            v = layout.values[i] if i is not None else labels.get(k)
+            if v is not None:
+                found[k] = v
+        return pod_admits(self.pod, found, name)
+
+    def update(
+        self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None
+    ) -> None:
+        if old is not None:
+            self.fleet.remove(name, old)
+        if new is not None and self.admits(name, new, labels):
+            self.fleet.add(name, new)
+
+
+def _keys(selector: Any, terms: Any) -> tuple[str, ...]:
+    keys = {str(k) for k in selector} if isinstance(selector, Mapping) else set()
+    for t in terms or ():
+        for e in (t.get("matchExpressions") or ()) if isinstance(t, Mapping) else ():
+            if isinstance(e, Mapping) and isinstance(e.get("key"), str):
+                keys.add(e["key"])
+    keys.discard(NODE_NAME_FIELD)
+    return tuple(sorted(keys))
+
+
+class Selections:
+    """The Fleets of the constraint shapes reviews asked about (callers hold the cache lock)."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self._by_key: OrderedDict[str, _Selection] = OrderedDict()
+
+    def fleet(self, found: Shape, whole: Fleet, labels: LabelStore) -> Fleet:
+        """The selection's fleet, built on first use from the whole fleet, layout by layout."""
+        key = found.key
+        sel = self._by_key.get(key)
+        if sel is not None:
+            self._by_key.move_to_end(key)
+            return sel.fleet
+        sel = _Selection(found, self._lock)
+        per_node = sel.fields or sel.host  # else nodes alike in layout and label set are alike
+        get = labels.nodes.get
+        for layout, names in whole.members():
+            memo: dict[int, bool] = {}  # id of a shared label set (alive meanwhile) -> verdict
+            keep = []
+            for n in names:
+                lab = get(n)
+                if lab is None or per_node:
+                    ok = sel.admits(n, layout, lab)
+                elif (ok_ := memo.get(id(lab.shared))) is not None:
+                    ok = ok_
+                else:
+                    ok = memo[id(lab.shared)] = sel.admits(n, layout, lab)
+                if ok:
+                    keep.append(n)
+            sel.fleet.add_all(keep, layout)
+        self._by_key[key] = sel
+        if len(self._by_key) > MAX_SELECTIONS:
+            self._by_key.popitem(last=False)
+        return sel.fleet
+
+    def update(
+        self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None
+    ) -> None:
+        for sel in self._by_key.values():
+            sel.update(name, old, new, labels)
+
+    def clear(self) -> None:
+        self._by_key.clear()
+
+    def __len__(self) -> int:
+        return len(self._by_key)
