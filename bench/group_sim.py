@@ -10,7 +10,7 @@ of 128) and "rail" (rail-optimized: a leaf domain is a 32-node scalable unit; pa
 of 128, spines of 512, as in the DGX SuperPOD RAs, notes/fabric_topology.md 3). Every job runs one
 8-GPU pod per node. "nvl72": 1,152 GB200 trays of 4 GPUs, 18 per rack = one multi-node NVLink
 domain (label gpufabric.io/nvlink-domain), 8 racks per rail leaf; jobs run one 4-GPU pod per tray,
-same sizes in nodes; the placer uses the nvlink-domain level once groups/names.LEVELS has it.
+same sizes in nodes; the placer tries the nvlink-domain level first (groups/names.LEVELS).
 Sizes 1, 2, 4, 8, 16, 32 nodes with job shares 40/20/15/12/8/5 % (the ITP trace
 below has no job above 8 nodes, so the mix is set, not fitted). Durations: drawn from the empirical
 durations of the jobs with >= 8 GPUs in shared/reference/traces/microsoft-itp-2021.csv.gz

@@ -171,7 +171,7 @@ def test_uninstall_removes_every_label_the_labeler_writes() -> None:
     uninstall = block("kubectl delete mutatingwebhookconfiguration").replace("\\\n", " ")
     command = next(line for line in uninstall.splitlines() if "label nodes" in line)
     removed = {w.removesuffix("-") for w in shlex.split(command) if w.startswith("gpufabric.io/")}
-    assert removed == set(api.ALL_LABELS) | set(NETWORK_LABELS)
+    assert removed == set(api.ALL_LABELS) | set(NETWORK_LABELS) | {api.LABEL_NVLINK_DOMAIN}
     assert "kubectl delete -k my-gpufabric/" in uninstall
 
 

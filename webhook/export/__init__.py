@@ -1,2 +1,1 @@
-"""Exports: the fabric as other schedulers read it (Kueue, KAI, Volcano, Slurm), offline and kept
-in the cluster; built from the same Positions as the network labels."""
+"""Exports: the labels' fabric as Kueue, KAI, Volcano and Slurm read it, offline and in-cluster."""

@@ -1,6 +1,4 @@
-"""Leader election over a coordination.k8s.io Lease, one Lease per role (gpufabric-labeler,
-gpufabric-placer): `Elector(role, identity, api, work).run(stop)` runs one `work(stop_event)`
-while this replica leads and stops it before another replica could take over."""
+"""Leader election: one coordination.k8s.io Lease per role; the holder runs that role's work."""
 
 from webhook.leader.elector import Clock, Elector, SystemClock, Timing
 from webhook.leader.lease import Conflict, Lease, LeaseApi, LeaseError, micro_time
