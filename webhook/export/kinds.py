@@ -45,6 +45,8 @@ KINDS = {
 def parse_targets(values: list[str] | None) -> tuple[str, ...]:
     """`--export kueue,kai` (repeatable) -> targets in KINDS order; ValueError names a bad one."""
     asked = {t.strip() for v in values or [] for t in v.split(",") if t.strip()}
+    if values and not asked:
+        raise ValueError(f"--export: no target given (choose from {', '.join(KINDS)})")
     unknown = sorted(asked - set(KINDS))
     if unknown:
         raise ValueError(

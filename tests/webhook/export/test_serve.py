@@ -21,6 +21,7 @@ SERVE = ["serve", "--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.k
     [
         (["--export", "kueue"], "--export needs --labeler"),
         (["--labeler", "--export", "kueue,slurm"], "unknown target 'slurm'"),
+        (["--labeler", "--export", " , "], "--export: no target given"),
     ],
 )
 def test_bad_export_flags_are_one_line_and_exit_2(
