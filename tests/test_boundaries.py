@@ -78,8 +78,9 @@ def test_import_packages_resolve_to_this_tree() -> None:
 # the process wiring, then transport and offline commands, admission, the leader-side flows, and
 # the pieces every flow reaches down to.
 WEBHOOK_LAYERS = {
-    "__main__": 6,
-    "serve": 5,
+    "__main__": 7,
+    "serve": 6,
+    "wiring": 5,
     "server": 4,
     "cli": 4,
     "admission": 3,

@@ -1,8 +1,5 @@
-"""`gpufabric-webhook serve`: watches, leader-elected workers (labeler, placer), the TLS server.
-
-What runs is assembled in a `Serving` by one `add_*` function per capability: each adds its
-watches, its listeners on the shared GpuNodeStatus and Node feeds, and its leader-elected worker
-(one Lease per role), without touching the others' lines.
+"""`gpufabric-webhook serve`: flags checked, certificates waited for, the TLS server started, and
+the watches and leader-elected workers that webhook/wiring.py assembles.
 """
 
 from __future__ import annotations
@@ -12,11 +9,7 @@ import asyncio
 import logging
 import os
 import signal
-import socket
 import threading
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -26,9 +19,8 @@ from common.cli import UsageError
 from webhook.admission import cufile
 from webhook.admission.placement import Settings
 from webhook.fleet.cache import FabricCache
-from webhook.groups.spines import FABRIC_PLURAL, SpineSizes, gpus_in
-from webhook.kube.watch import ListWatch, Obj
-from webhook.leader import LABELER_LEASE, Elector, Work
+from webhook.groups.spines import SpineSizes, gpus_in
+from webhook.kube.watch import ListWatch
 from webhook.server import tlsfiles
 from webhook.server.app import (
     WAITING_KEY,
@@ -41,45 +33,18 @@ from webhook.server.app import (
 )
 from webhook.server.connections import Limits
 from webhook.server.metrics import WebhookMetrics
+from webhook.wiring import (
+    Serving,
+    add_cache_watches,
+    add_export,
+    add_labeler,
+    add_network,
+    add_placer,
+    add_spine_watch,
+    start,
+)
 
 log = logging.getLogger("webhook")
-
-
-@dataclass
-class Feed:
-    """One watch, many consumers: every listener sees every list and event, in order."""
-
-    on_list: list[Callable[[list[Obj]], None]] = field(default_factory=list)
-    on_event: list[Callable[[str, Obj], None]] = field(default_factory=list)
-
-    def subscribe(
-        self, on_list: Callable[[list[Obj]], None], on_event: Callable[[str, Obj], None]
-    ) -> None:
-        self.on_list.append(on_list)
-        self.on_event.append(on_event)
-
-    def listed(self, items: list[Obj]) -> None:
-        for f in self.on_list:
-            f(items)
-
-    def event(self, kind: str, obj: Obj) -> None:
-        for f in self.on_event:
-            f(kind, obj)
-
-
-@dataclass
-class Serving:
-    args: argparse.Namespace
-    api_client: Any
-    cache: FabricCache
-    metrics: WebhookMetrics
-    statuses: Feed = field(default_factory=Feed)  # GpuNodeStatus objects
-    nodes: Feed = field(default_factory=Feed)  # Nodes, metadata only
-    watches: list[ListWatch] = field(default_factory=list)
-    elected: dict[str, Work] = field(default_factory=dict)  # Lease name -> work while leading
-    on_lead: dict[str, Callable[[bool], None]] = field(default_factory=dict)  # per Lease
-    labeler: Any = None  # webhook.labeler.nodes.Labeler when --labeler
-    fabric: Any = None  # webhook.fabric.controller.FabricController when --labeler
 
 
 def _cufile_policy(api_client: Any, name: str) -> str:
@@ -91,158 +56,6 @@ def _cufile_policy(api_client: Any, name: str) -> str:
         return cufile.from_configmap(read_configmap(api_client, own, name), own, name)
     except (ApiError, cufile.PolicyError) as err:
         raise UsageError(str(err)) from None
-
-
-def name_of(obj: Obj) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def node_labels(obj: Obj) -> dict[str, str]:
-    labels = (obj.get("metadata") or {}).get("labels")
-    return labels if isinstance(labels, dict) else {}
-
-
-def add_cache_watches(s: Serving) -> None:
-    """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
-    node's status never counts for placement."""
-    from webhook.kube.client import custom_list_watch, node_list_watch
-
-    cache = s.cache
-
-    def on_status_event(kind: str, obj: Obj) -> None:
-        if kind == "DELETED":
-            cache.delete_node(name_of(obj))
-        else:
-            cache.put_node(name_of(obj), obj.get("status"))
-
-    def on_claim_event(kind: str, obj: Obj) -> None:
-        ns = str(obj["metadata"].get("namespace", "default"))
-        if kind == "DELETED":
-            cache.delete_claim(ns, name_of(obj))
-        else:
-            cache.put_claim(ns, name_of(obj), obj.get("spec") or {})
-
-    s.statuses.subscribe(
-        lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
-        on_status_event,
-    )
-    # The Node labels too: a pod's own nodeSelector and affinity narrow the nodes it is decided
-    # on (webhook.fleet.selection).
-    s.nodes.subscribe(
-        lambda items: cache.replace_existing_nodes(
-            [name_of(o) for o in items], {name_of(o): node_labels(o) for o in items}
-        ),
-        lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED", node_labels(obj)),
-    )
-    s.watches += [
-        ListWatch(
-            api.NODE_STATUS_PLURAL,
-            *custom_list_watch(s.api_client, api.NODE_STATUS_PLURAL),
-            on_list=s.statuses.listed,
-            on_event=s.statuses.event,
-        ),
-        ListWatch(
-            api.CLAIM_PLURAL,
-            *custom_list_watch(s.api_client, api.CLAIM_PLURAL),
-            on_list=lambda items: cache.replace_claims(
-                (str(o["metadata"].get("namespace", "default")), name_of(o), o.get("spec") or {})
-                for o in items
-            ),
-            on_event=on_claim_event,
-        ),
-        ListWatch("nodes", *node_list_watch(s.api_client), s.nodes.listed, s.nodes.event),
-    ]
-
-
-def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
-    """The GpuFabric object, for the admission warning about groups larger than any spine."""
-    from webhook.kube.client import custom_list_watch
-
-    s.watches.append(
-        ListWatch(
-            FABRIC_PLURAL,
-            *custom_list_watch(s.api_client, FABRIC_PLURAL),
-            spines.listed,
-            spines.event,
-        )
-    )
-
-
-def add_labeler(s: Serving) -> None:
-    """Node labels from the shared feeds; only the holder of Lease gpufabric-labeler writes."""
-    from webhook.labeler.kube import KubeNodeApi
-    from webhook.labeler.nodes import Labeler
-
-    nodes = KubeNodeApi(s.api_client)
-    labeler = Labeler(
-        nodes,
-        observe=lambda outcome: s.metrics.labeler_applies.labels(outcome=outcome).inc(),
-        report=nodes.event,
-    )
-    s.statuses.subscribe(labeler.statuses_listed, labeler.status_event)
-    s.nodes.subscribe(labeler.nodes_listed, labeler.node_event)
-    s.elected[LABELER_LEASE] = labeler.work
-    s.on_lead[LABELER_LEASE] = lambda leading: s.metrics.labeler_leader.set(1 if leading else 0)
-    s.labeler = labeler
-
-
-def add_network(s: Serving) -> None:
-    """Network labels (issue 8): the fabric from ConfigMap gpufabric-topology (or existing node
-    labels with --topology-labels) becomes the labeler's extra labels, applied in the same apply as
-    the summary labels. The leader also re-derives and publishes GpuFabric `cluster`."""
-    from webhook.fabric.controller import CONFIGMAP, FabricController, run
-    from webhook.kube.client import configmap_list_watch
-    from webhook.labeler.kube import KubeFabricApi
-
-    labeler = s.labeler
-    fabric = FabricController(getattr(s.args, "topology_labels", None))
-    labeler.extra = fabric.labels_for_node
-    s.fabric = fabric
-    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
-
-    def labels(obj: Obj) -> dict[str, str]:
-        return dict(node_labels(obj))
-
-    s.statuses.subscribe(
-        lambda items: fabric.statuses([(name_of(o), o.get("status")) for o in items]),
-        lambda kind, obj: fabric.status(
-            name_of(obj), None if kind == "DELETED" else obj.get("status")
-        ),
-    )
-
-    def nodes_listed(items: list[Obj]) -> None:
-        for o in items:
-            fabric.node(name_of(o), labels(o))
-
-    s.nodes.subscribe(
-        nodes_listed,
-        lambda kind, obj: fabric.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
-    )
-    s.watches.append(
-        ListWatch(
-            "topology-configmap",
-            *configmap_list_watch(s.api_client, namespace, CONFIGMAP),
-            on_list=lambda items: fabric.configmap(items[0].get("data") if items else None),
-            on_event=lambda kind, obj: fabric.configmap(
-                None if kind == "DELETED" else obj.get("data") or {}
-            ),
-        )
-    )
-    fabrics = KubeFabricApi(s.api_client)
-    label_work = s.elected[LABELER_LEASE]
-
-    def work(stop: threading.Event) -> None:
-        t = threading.Thread(
-            target=run,
-            args=(fabric, stop, labeler.resync_all, fabrics.apply),
-            name="fabric",
-            daemon=True,
-        )
-        t.start()
-        label_work(stop)
-        t.join()
-
-    s.elected[LABELER_LEASE] = work
 
 
 def export_targets(args: argparse.Namespace) -> tuple[str, ...]:
@@ -257,87 +70,6 @@ def export_targets(args: argparse.Namespace) -> tuple[str, ...]:
     if targets and not args.labeler:
         raise UsageError("--export needs --labeler: the exports are the labeler's fabric")
     return targets
-
-
-def add_export(s: Serving, targets: tuple[str, ...]) -> Any:
-    """The scheduler exports (issue 19) from the labeler's fabric and the shared feeds; the holder
-    of Lease gpufabric-labeler writes them beside the labels."""
-    from webhook.export.controller import Exporter
-    from webhook.export.kinds import KINDS
-    from webhook.export.kube import KubeExportApi
-
-    fabric = s.fabric
-    exporter = Exporter(
-        KubeExportApi(s.api_client),
-        [KINDS[t] for t in targets],
-        fabric.positions,
-        fabric.set_condition,
-    )
-
-    def labels(obj: Obj) -> dict[str, str]:
-        return dict((obj.get("metadata") or {}).get("labels") or {})
-
-    s.statuses.subscribe(
-        lambda items: exporter.statuses([(name_of(o), o.get("status")) for o in items]),
-        lambda kind, obj: exporter.status(
-            name_of(obj), None if kind == "DELETED" else obj.get("status")
-        ),
-    )
-    s.nodes.subscribe(
-        lambda items: exporter.nodes([(name_of(o), labels(o)) for o in items]),
-        lambda kind, obj: exporter.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
-    )
-    label_work = s.elected[LABELER_LEASE]
-
-    def work(stop: threading.Event) -> None:
-        t = threading.Thread(target=exporter.run, args=(stop,), name="export", daemon=True)
-        t.start()
-        label_work(stop)
-        t.join()
-
-    s.elected[LABELER_LEASE] = work
-    return exporter
-
-
-def add_placer(s: Serving) -> None:
-    """The group placer: its own Lease, one copy of the work cluster-wide."""
-    from webhook.groups.kube import run_placer
-    from webhook.groups.names import PLACER_LEASE
-    from webhook.server.gauges import gauges_every
-
-    def work(stop: threading.Event) -> None:
-        run_placer(s.api_client, stop, s.metrics, gauges_every(s.metrics, 5.0))
-
-    s.elected[PLACER_LEASE] = work
-    s.on_lead[PLACER_LEASE] = lambda leading: s.metrics.placer_leader.set(1 if leading else 0)
-
-
-def start(s: Serving, stop: threading.Event) -> list[threading.Thread]:
-    """Start every watch and one elector per Lease; returns the electors' threads (they release
-    their Lease when `stop` is set)."""
-    from webhook.leader.kube import KubeLeaseApi
-
-    for w in s.watches:
-        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
-        s.metrics.watch_stale.labels(watch=w.name).set_function(w.stale_seconds)
-    namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)
-    # Unique per process: a restarted container must not take its predecessor's Lease as its own.
-    identity = f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    leases = KubeLeaseApi(s.api_client, namespace)
-    threads = []
-    for role, work in s.elected.items():
-
-        def changed(leading: bool, role: str = role) -> None:
-            s.metrics.leader.labels(lease=role).set(1 if leading else 0)
-            hook = s.on_lead.get(role)
-            if hook is not None:
-                hook(leading)
-
-        elector = Elector(role, identity, leases, work, on_change=changed)
-        t = threading.Thread(target=elector.run, args=(stop,), name=f"elect-{role}", daemon=True)
-        t.start()
-        threads.append(t)
-    return threads
 
 
 def admission_settings(

@@ -9,8 +9,8 @@ from typing import Any
 
 from tests.webhook.helpers import golden_statuses
 from webhook.fleet.cache import FabricCache
-from webhook.serve import Serving, add_cache_watches, add_labeler, add_network, add_placer
 from webhook.server.metrics import WebhookMetrics
+from webhook.wiring import Serving, add_cache_watches, add_labeler, add_network, add_placer
 
 H100 = dict(golden_statuses())["hgx-h100"]
 
@@ -41,7 +41,7 @@ def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
 
 
 def test_network_labels_ride_on_the_labeler_and_its_lease() -> None:
-    from webhook.serve import add_network
+    from webhook.wiring import add_network
 
     s = Serving(argparse.Namespace(topology_labels=None), None, FabricCache(), WebhookMetrics())
     add_cache_watches(s)

@@ -10,8 +10,8 @@ import pytest
 from tests.webhook.export.fabrics import UUID
 from webhook.__main__ import main
 from webhook.fleet.cache import FabricCache
-from webhook.serve import Serving, add_cache_watches, add_export, add_labeler, add_network
 from webhook.server.metrics import WebhookMetrics
+from webhook.wiring import Serving, add_cache_watches, add_export, add_labeler, add_network
 
 SERVE = ["serve", "--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.key"]
 
