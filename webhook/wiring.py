@@ -221,27 +221,16 @@ def add_export(s: Serving, targets: tuple[str, ...]) -> Any:
     from webhook.export.kinds import KINDS
     from webhook.export.kube import KubeExportApi
 
-    fabric = s.fabric
+    fabric = s.fabric  # add_network subscribed it to the feeds first: it sees each event first
     exporter = Exporter(
         KubeExportApi(s.api_client),
         [KINDS[t] for t in targets],
         fabric.positions,
         fabric.set_condition,
+        fabric.nvlink_domains,
     )
-
-    def labels(obj: Obj) -> dict[str, str]:
-        return dict((obj.get("metadata") or {}).get("labels") or {})
-
-    s.statuses.subscribe(
-        lambda items: exporter.statuses([(name_of(o), o.get("status")) for o in items]),
-        lambda kind, obj: exporter.status(
-            name_of(obj), None if kind == "DELETED" else obj.get("status")
-        ),
-    )
-    s.nodes.subscribe(
-        lambda items: exporter.nodes([(name_of(o), labels(o)) for o in items]),
-        lambda kind, obj: exporter.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
-    )
+    s.statuses.subscribe(lambda items: exporter.listed("statuses"), lambda kind, obj: None)
+    s.nodes.subscribe(lambda items: exporter.listed("nodes"), lambda kind, obj: None)
     label_work = s.elected[LABELER_LEASE]
 
     def work(stop: threading.Event) -> None:

@@ -1,7 +1,8 @@
 """The exports in the cluster: keep each asked-for kind's objects equal to the fabric.
 
-Inputs: the fabric's current Positions (the labeler's own, so objects and labels cannot differ)
-and each node's NVLink domain, from the GpuNodeStatus and Node feeds the labeler already watches.
+Inputs: the fabric's current Positions and each node's NVLink domain, both the labeler's own
+(webhook.fabric.controller), so objects and labels cannot differ; the GpuNodeStatus and Node feeds
+only say when both have been listed once.
 `sync()` (the leader's loop) writes only what differs from what the cluster holds:
 
 - server-side apply as gpufabric-labeler of every wanted object that is missing or different, each
@@ -27,7 +28,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from common import api, nvlink
 from webhook.export.kinds import Kind
 from webhook.export.model import MANAGED_BY, MANAGER, Model, build
 from webhook.fabric.levels import Positions
@@ -90,19 +90,17 @@ class Exporter:
         kinds: Sequence[Kind],
         positions: Callable[[], Positions],
         condition: Callable[[str, Mapping[str, str]], None],
+        domains: Callable[[], Mapping[str, str]],
         *,
         resync: float = 300.0,
         recheck: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.exports, self.kinds = exports, tuple(kinds)
-        self.positions, self.condition = positions, condition
+        self.positions, self.condition, self.domains = positions, condition, domains
         self.resync, self.recheck, self.clock = resync, recheck, clock
         self._lock = threading.Lock()
-        self._gpus: dict[str, list[dict[str, Any]]] = {}  # node -> its GPUs' index and fabric
-        self._cliques: dict[str, str] = {}  # node -> nvidia.com/gpu.clique
-        self._domains: dict[str, str] | None = None  # derived from the two above; None: stale
-        self._built: tuple[Positions, dict[str, str]] | None = None
+        self._built: tuple[Positions, Mapping[str, str]] | None = None
         self._model: Model | None = None
         self._generation = 0  # counts rebuilt models
         self._synced: dict[str, int] = {}  # target -> the generation it was converged to
@@ -112,58 +110,11 @@ class Exporter:
         self.writes = 0
 
     # -- inputs (any thread) ---------------------------------------------------------------
-    def statuses(self, items: list[tuple[str, Obj | None]]) -> None:
-        fresh = {name: _fabric_of(st) for name, st in items}
+    def listed(self, feed: str) -> None:
+        """The GpuNodeStatus ("statuses") or Node ("nodes") feed has listed once: until both
+        have, the NVLink domains are half known and nothing is written."""
         with self._lock:
-            self._gpus = {k: v for k, v in fresh.items() if v}
-            self._listed["statuses"] = True
-            self._domains = None
-
-    def status(self, name: str, status: Obj | None) -> None:
-        gpus = _fabric_of(status)
-        with self._lock:
-            if self._gpus.get(name, []) == gpus:
-                return  # most status events change nothing the NVLink domain depends on
-            if gpus:
-                self._gpus[name] = gpus
-            else:
-                self._gpus.pop(name, None)
-            self._domains = None
-
-    def nodes(self, items: list[tuple[str, Mapping[str, str]]]) -> None:
-        fresh = {n: labels.get(api.LABEL_GPU_CLIQUE, "") for n, labels in items}
-        with self._lock:
-            self._cliques = {k: v for k, v in fresh.items() if v}
-            self._listed["nodes"] = True
-            self._domains = None
-
-    def node(self, name: str, labels: Mapping[str, str] | None) -> None:
-        clique = (labels or {}).get(api.LABEL_GPU_CLIQUE, "")
-        with self._lock:
-            if self._cliques.get(name, "") == clique:
-                return
-            if clique:
-                self._cliques[name] = clique
-            else:
-                self._cliques.pop(name, None)
-            self._domains = None
-
-    def domains(self) -> dict[str, str]:
-        """node -> NVLink domain value, decided as the labeler decides it (common.nvlink)."""
-        with self._lock:
-            if self._domains is not None:
-                return self._domains
-            gpus, cliques = dict(self._gpus), dict(self._cliques)
-        out = {}
-        for node in gpus.keys() | cliques.keys():
-            labels = {api.LABEL_GPU_CLIQUE: cliques[node]} if node in cliques else {}
-            value = nvlink.node_domain({"gpus": gpus.get(node, [])}, labels).value
-            if value:
-                out[node] = value
-        with self._lock:
-            if gpus == self._gpus and cliques == self._cliques:
-                self._domains = out
-        return out
+            self._listed[feed] = True
 
     # -- the leader's work -----------------------------------------------------------------
     def model(self) -> Model | None:
@@ -282,14 +233,3 @@ class Exporter:
             titles = ", ".join(k.title for k in self.kinds)
             new = {"status": "True", "reason": "Exported", "message": f"exported {titles}"}
         self.condition(CONDITION, new)
-
-
-def _fabric_of(status: Obj | None) -> list[dict[str, Any]]:
-    """Only what decides the NVLink domain: each GPU's index and fabric (not the whole status)."""
-    gpus = status.get("gpus") if isinstance(status, Mapping) else None
-    if not isinstance(gpus, list):
-        return []
-    slim = [
-        {"index": g.get("index"), "fabric": g.get("fabric")} for g in gpus if isinstance(g, Mapping)
-    ]
-    return slim if any(g["fabric"] for g in slim) else []

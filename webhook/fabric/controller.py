@@ -63,6 +63,7 @@ class FabricController:
         self._good: Fabric | None = None  # the last fabric derived without error
         self._dirty = True
         self._nvlink_dirty = False
+        self._values: dict[str, str] | None = None  # nvlink_domains(), until an input changes
         self._positions = Positions(Fabric("none"))
         self._status: dict[str, Any] = {}
         self._condition: dict[str, str] = {}
@@ -91,7 +92,7 @@ class FabricController:
                     self._own_domain.pop(name, None)
                 else:
                     self._own_domain[name] = own
-                self._nvlink_dirty = True
+                self._nvlink_dirty, self._values = True, None
             if self._guids.get(name) == guids:
                 return
             if guids is None:
@@ -105,7 +106,7 @@ class FabricController:
         own = {n: d for n, st in items if (d := nvlink.status_domain(st)) != nvlink.NONE}
         with self._lock:
             if own != self._own_domain:
-                self._own_domain, self._nvlink_dirty = own, True
+                self._own_domain, self._nvlink_dirty, self._values = own, True, None
             if fresh != self._guids:
                 self._guids = fresh
                 self._dirty = self._dirty or self._uses_guids()
@@ -120,7 +121,7 @@ class FabricController:
                     self._clique[name] = clique
                 else:
                     self._clique.pop(name, None)
-                self._nvlink_dirty = True
+                self._nvlink_dirty, self._values = True, None
         if self.preset is None:
             return
         kept = None if labels is None else {k: v for k, v in labels.items() if self._wants(k)}
@@ -172,7 +173,10 @@ class FabricController:
         """node -> its NVLink domain label value, for nodes that have one (the exports' NVLink
         level reads this; the labeler derives the same value for the node label)."""
         with self._lock:
-            return {n: d.value for n, d in self._domains().items() if d.value is not None}
+            if self._values is None:
+                found = self._domains().items()
+                self._values = {n: d.value for n, d in found if d.value is not None}
+            return self._values
 
     def _domains(self) -> dict[str, nvlink.Domain]:
         """Each node's NVLink domain, or why none (call with the lock held)."""

@@ -4,8 +4,6 @@ cluster does not serve reported and picked up once their CRD appears."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.webhook.export.fabrics import UUID, fabric, nvlink
 from tests.webhook.export.fake_api import FakeSchedulerApi
 from webhook.export.controller import CONDITION, Exporter
@@ -30,17 +28,19 @@ class Harness:
         self.pos = Positions(fabric())
         self.now = 0.0
         self.conditions: dict[str, dict[str, str]] = {}
+        self.domains: dict[str, str] = {}  # node -> NVLink domain, as the labeler's fabric has it
         self.exporter = Exporter(
             api,
             [KINDS[t] for t in targets],
             lambda: self.pos,
             lambda kind, new: self.conditions.__setitem__(kind, dict(new)),
+            lambda: self.domains,
             resync=300,
             recheck=30,
             clock=lambda: self.now,
         )
-        self.exporter.statuses([])
-        self.exporter.nodes([])
+        self.exporter.listed("statuses")
+        self.exporter.listed("nodes")
 
     def sync(self, advance: float = 1.0) -> int:
         self.now += advance
@@ -51,18 +51,9 @@ class Harness:
         return self.conditions[CONDITION]
 
 
-def _statuses(domains: dict[str, str]) -> list[tuple[str, Any]]:
-    out = []
-    for node, value in domains.items():
-        uuid, _, clique = value.rpartition(".")
-        fab = {"clusterUuid": uuid, "cliqueId": int(clique)}
-        out.append((node, {"gpus": [{"index": 0, "fabric": fab}, {"index": 1, "fabric": fab}]}))
-    return out
-
-
 def test_converges_in_one_write_per_object_and_writes_nothing_in_steady_state() -> None:
     h = Harness(FakeSchedulerApi(*ALL))
-    h.exporter.statuses(_statuses(nvlink()))
+    h.domains = nvlink()
     first = h.sync()
     objects = sum(len(h.api.stored(k)) for k in (KUEUE, KAI, VOLCANO))
     assert (
@@ -72,7 +63,7 @@ def test_converges_in_one_write_per_object_and_writes_nothing_in_steady_state() 
     assert h.condition["status"] == "True" and h.condition["reason"] == "Exported"
     assert h.sync() == 0
     assert h.sync(advance=301) == 0  # the periodic relist finds everything equal
-    h.exporter.statuses(_statuses(nvlink()))  # the same statuses listed again
+    h.domains = dict(nvlink())  # the same domains, derived again
     assert h.sync(advance=301) == 0
     assert all(MANAGED_BY in o["metadata"]["labels"] for o in h.api.stored(VOLCANO).values())
 
@@ -158,10 +149,10 @@ def test_topology_whose_levels_change_is_deleted_and_created_again() -> None:
     assert len(api.stored(KUEUE)["gpufabric"]["spec"]["levels"]) == 5
     # An NVLink domain appears: a second Topology, the first one untouched.
     api.requests.clear()
-    h.exporter.node("gpu-a0-01", {"nvidia.com/gpu.clique": f"{UUID}.3"})
+    h.domains = {"gpu-a0-01": f"{UUID}.3"}
     assert h.sync() == 2 and {r[2] for r in api.requests} == {"gpufabric-nvlink"}
     # ... and goes away: ours deleted.
-    h.exporter.node("gpu-a0-01", {})
+    h.domains = {}
     assert h.sync() == 2 and "gpufabric-nvlink" not in api.stored(KUEUE)
 
 
@@ -195,20 +186,6 @@ def test_schema_error_is_a_condition_not_a_crash_loop() -> None:
     assert h.sync() == 0 and len(api.requests) == n  # backs off until the recheck
     h.sync(advance=30)
     assert len(api.requests) == n + 1
-
-
-def test_nvlink_domain_from_status_wins_over_clique_label() -> None:
-    h = Harness(FakeSchedulerApi(*ALL))
-    h.exporter.statuses(_statuses({"gpu-a0-01": f"{UUID}.1"}))
-    h.exporter.nodes(
-        [
-            ("gpu-a0-01", {"nvidia.com/gpu.clique": f"{UUID}.9"}),
-            ("gpu-a0-02", {"nvidia.com/gpu.clique": f"{UUID}.9"}),
-        ]
-    )
-    assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.1", "gpu-a0-02": f"{UUID}.9"}
-    h.exporter.status("gpu-a0-01", None)
-    assert h.exporter.domains() == {"gpu-a0-01": f"{UUID}.9", "gpu-a0-02": f"{UUID}.9"}
 
 
 def test_a_new_leader_term_looks_at_everything_at_once() -> None:

@@ -169,3 +169,19 @@ def test_the_crd_keeps_every_nvlink_field_of_the_status() -> None:
     body = render.status(positions.fabric, positions, view)
     assert body["nvlinkUnknown"] and body["nvlinkDomains"]
     assert _pruned(body, schema) == []
+
+
+def test_nvlink_domains_follow_each_event_and_the_status_wins_over_the_clique_label() -> None:
+    """What the exports read (webhook/export takes node -> domain from here): remembered between
+    calls, and forgotten on every input that could change it."""
+    c = FabricController()
+    c.node("t1", {CLIQUE: domain(5)})
+    c.node("t2", {CLIQUE: domain(5)})
+    assert c.nvlink_domains() == {"t1": domain(5), "t2": domain(5)}
+    c.status("t1", tray_status(0, 0)["status"])
+    assert c.nvlink_domains() == {"t1": domain(0), "t2": domain(5)}  # the GPUs win
+    c.status("t1", None)
+    c.node("t2", None)
+    assert c.nvlink_domains() == {"t1": domain(5)}  # back to its label; t2 gone
+    c.statuses([("t3", tray_status(1, 0)["status"])])
+    assert c.nvlink_domains() == {"t1": domain(5), "t3": domain(1)}
