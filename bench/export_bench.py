@@ -68,10 +68,15 @@ def bench_writes(positions: Positions, domains: dict[str, str]) -> None:
     )
     now = [0.0]
     exporter = Exporter(
-        api, list(KINDS.values()), lambda: positions, lambda k, c: None, clock=lambda: now[0]
+        api,
+        list(KINDS.values()),
+        lambda: positions,
+        lambda k, c: None,
+        lambda: domains,
+        clock=lambda: now[0],
     )
-    exporter.statuses([])
-    exporter.nodes([(n, {"nvidia.com/gpu.clique": v}) for n, v in domains.items()])
+    exporter.listed("statuses")
+    exporter.listed("nodes")
     start = exporter.sync()
     now[0] += 1
     steady = exporter.sync()
