@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.fleet.layouts import KEY_INDEX, Fleet, Layout
-from webhook.kube.nodeselector import NODE_NAME_FIELD, pod_admits, required_terms
+from webhook.kube.nodeselector import NODE_NAME_FIELD, affinity_terms, pod_admits
 
 HOSTNAME = "kubernetes.io/hostname"
 MAX_SELECTIONS = 16  # distinct constraint shapes remembered; the least recently asked is dropped
@@ -111,37 +111,46 @@ def _foreign(selector: Any, terms: list[Any] | None) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """A pod's own node constraints: `key` tells shapes apart (repr: the cheapest exact text of
-    decoded JSON; a different key order only costs a second selection)."""
-
-    key: str
-    selector: Any
-    terms: list[Any] | None
+Constraints = tuple[Any, list[Any] | None]  # spec.nodeSelector, required nodeSelectorTerms
 
 
-def shape(pod: Mapping[str, Any]) -> Shape | None:
-    """The pod's own node constraints; None when they name no label but our summary labels (the
-    fleet's query decides those) or there are none."""
+def constraints(pod: Mapping[str, Any]) -> Constraints | None:
+    """The pod's own node constraints as they stand in it (not copied); None when it has none.
+    Whether they name a label of the Node is Selections.fleet's to tell (only on a miss)."""
     spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
         return None
-    selector = spec.get("nodeSelector")
-    terms = required_terms(pod)
-    if not selector and terms is None:  # the usual pod: two dict lookups and out
+    selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
+    if not selector and not affinity:  # the usual pod: two dict lookups and out
         return None
-    if not _foreign(selector, terms):
+    terms = affinity_terms(affinity)
+    if not selector and terms is None:
         return None
-    return Shape(repr((selector, terms)), selector, terms)
+    return selector, terms
+
+
+def _key(found: Constraints) -> str:
+    """Tells shapes apart exactly (repr: the cheapest exact text of decoded JSON; a different key
+    order only costs a second selection). Built only when no kept shape is equal (see same)."""
+    return repr(found)
 
 
 class _Selection:
-    __slots__ = ("fields", "fleet", "host", "keys", "pod")
+    __slots__ = ("fields", "fleet", "found", "host", "key", "keys", "pod")
 
-    def __init__(self, found: Shape, lock: threading.Lock) -> None:
+    def __init__(self, found: Constraints, key: str, lock: threading.Lock) -> None:
         # A copy: admission edits the pod (and so these very lists) in place.
-        selector, terms = copy.deepcopy((found.selector, found.terms))
+        selector, terms = copy.deepcopy(found)
+        self.key = key
+        # What a pod's constraints are compared with (Selections.fleet): `==` on the decoded
+        # JSON, no key built (a fraction of a microsecond, where repr took microseconds per
+        # review). Equal values of different types (1 == 1.0 == True) decide alike: the evaluator
+        # asks only "is it a string" of a value and the truth of a term's fields, the same for
+        # equal numbers; not of a nodeSelector key (node_selector reads str(key)), so a selector
+        # with a key that is not a string is found by its key only. NaN is never equal: such a
+        # pod too takes the keyed path.
+        exact = not isinstance(selector, Mapping) or all(isinstance(k, str) for k in selector)
+        self.found: Constraints | None = (selector, terms) if exact else None
         spec: dict[str, Any] = {"nodeSelector": selector} if selector else {}
         if terms is not None:
             spec["affinity"] = {
@@ -151,7 +160,7 @@ class _Selection:
             }
         self.pod = {"spec": spec}
         self.keys = _keys(selector, terms)
-        self.fields = NODE_NAME_FIELD in found.key  # matchFields: the node's name decides too
+        self.fields = NODE_NAME_FIELD in key  # matchFields: the node's name decides too
         self.host = HOSTNAME in self.keys
         self.fleet = Fleet(lock, scope=SCOPE)
 
@@ -191,15 +200,25 @@ class Selections:
     def __init__(self, lock: threading.Lock) -> None:
         self._lock = lock
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
+        self._last: _Selection | None = None  # the most recently asked (the end of _by_key)
 
-    def fleet(self, found: Shape, whole: Fleet, labels: LabelStore) -> Fleet:
-        """The selection's fleet, built on first use from the whole fleet, layout by layout."""
-        key = found.key
-        sel = self._by_key.get(key)
-        if sel is not None:
-            self._by_key.move_to_end(key)
-            return sel.fleet
-        sel = _Selection(found, self._lock)
+    def fleet(self, found: Constraints, whole: Fleet, labels: LabelStore) -> Fleet:
+        """The fleet of the nodes these constraints admit: the whole fleet when they name no label
+        but our summary labels (the fleet's query decides those); else the selection's, built on
+        first use from the whole fleet, layout by layout."""
+        last = self._last
+        if last is not None and found == last.found:  # the usual: alike pods come in runs
+            return last.fleet
+        for kept in reversed(self._by_key.values()):
+            if found == kept.found:
+                return self._use(kept)
+        if not _foreign(*found):
+            return whole
+        key = _key(found)
+        known = self._by_key.get(key)
+        if known is not None:
+            return self._use(known)
+        sel = _Selection(found, key, self._lock)
         per_node = sel.fields or sel.host  # else nodes alike in layout and label set are alike
         get = labels.nodes.get
         for layout, names in whole.members():
@@ -217,8 +236,14 @@ class Selections:
                     keep.append(n)
             sel.fleet.add_all(keep, layout)
         self._by_key[key] = sel
+        self._last = sel
         if len(self._by_key) > MAX_SELECTIONS:
             self._by_key.popitem(last=False)
+        return sel.fleet
+
+    def _use(self, sel: _Selection) -> Fleet:
+        self._by_key.move_to_end(sel.key)
+        self._last = sel
         return sel.fleet
 
     def update(
@@ -229,6 +254,7 @@ class Selections:
 
     def clear(self) -> None:
         self._by_key.clear()
+        self._last = None
 
     def __len__(self) -> int:
         return len(self._by_key)
