@@ -14,7 +14,7 @@ from typing import Any
 from common.wire import WireError
 from webhook.fleet.ingest import layout_of
 from webhook.fleet.layouts import Fleet, Group, Layout
-from webhook.fleet.selection import LabelStore, Selections, constraints
+from webhook.fleet.selection import LabelStore, Selections, raw_constraints
 
 __all__ = ["FabricCache", "Group", "NodeRecord", "record_from_status"]
 
@@ -85,7 +85,7 @@ class FabricCache:
         labels = self._labels
         if labels is None:
             return self._fleet
-        found = constraints(pod)
+        found = raw_constraints(pod)
         if found is None:
             return self._fleet
         with self._lock:

@@ -112,21 +112,19 @@ def _foreign(selector: Any, terms: list[Any] | None) -> bool:
 
 
 Constraints = tuple[Any, list[Any] | None]  # spec.nodeSelector, required nodeSelectorTerms
+Raw = tuple[Any, Any]  # spec.nodeSelector, spec.affinity: as they stand in the pod, not copied
 
 
-def constraints(pod: Mapping[str, Any]) -> Constraints | None:
-    """The pod's own node constraints as they stand in it (not copied); None when it has none.
-    Whether they name a label of the Node is Selections.fleet's to tell (only on a miss)."""
+def raw_constraints(pod: Mapping[str, Any]) -> Raw | None:
+    """Where the pod's own node constraints are; None when it has none (the usual pod: two dict
+    lookups and out). What they say is Selections.fleet's to read, only when it must."""
     spec = pod.get("spec")
     if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
         return None
     selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
-    if not selector and not affinity:  # the usual pod: two dict lookups and out
+    if not selector and not affinity:
         return None
-    terms = affinity_terms(affinity)
-    if not selector and terms is None:
-        return None
-    return selector, terms
+    return selector, affinity
 
 
 def _key(found: Constraints) -> str:
@@ -136,7 +134,7 @@ def _key(found: Constraints) -> str:
 
 
 class _Selection:
-    __slots__ = ("fields", "fleet", "found", "host", "key", "keys", "pod")
+    __slots__ = ("fields", "fleet", "found", "host", "key", "keys", "pod", "raw")
 
     def __init__(self, found: Constraints, key: str, lock: threading.Lock) -> None:
         # A copy: admission edits the pod (and so these very lists) in place.
@@ -159,6 +157,9 @@ class _Selection:
                 }
             }
         self.pod = {"spec": spec}
+        # The raw form of these constraints (a pod whose affinity is only them has it): found
+        # with no nodeSelectorTerms read; nothing kept twice.
+        self.raw: Raw | None = (selector, spec.get("affinity")) if exact else None
         self.keys = _keys(selector, terms)
         self.fields = NODE_NAME_FIELD in key  # matchFields: the node's name decides too
         self.host = HOSTNAME in self.keys
@@ -202,13 +203,18 @@ class Selections:
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
         self._last: _Selection | None = None  # the most recently asked (the end of _by_key)
 
-    def fleet(self, found: Constraints, whole: Fleet, labels: LabelStore) -> Fleet:
+    def fleet(self, raw: Raw, whole: Fleet, labels: LabelStore) -> Fleet:
         """The fleet of the nodes these constraints admit: the whole fleet when they name no label
         but our summary labels (the fleet's query decides those); else the selection's, built on
         first use from the whole fleet, layout by layout."""
         last = self._last
-        if last is not None and found == last.found:  # the usual: alike pods come in runs
+        if last is not None and raw == last.raw:  # the usual: alike pods come in runs
             return last.fleet
+        selector, affinity = raw
+        terms = affinity_terms(affinity)
+        if not selector and terms is None:
+            return whole
+        found = (selector, terms)
         for kept in reversed(self._by_key.values()):
             if found == kept.found:
                 return self._use(kept)
