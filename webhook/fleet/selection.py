@@ -115,18 +115,6 @@ Constraints = tuple[Any, list[Any] | None]  # spec.nodeSelector, required nodeSe
 Raw = tuple[Any, Any]  # spec.nodeSelector, spec.affinity: as they stand in the pod, not copied
 
 
-def raw_constraints(pod: Mapping[str, Any]) -> Raw | None:
-    """Where the pod's own node constraints are; None when it has none (the usual pod: two dict
-    lookups and out). What they say is Selections.fleet's to read, only when it must."""
-    spec = pod.get("spec")
-    if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
-        return None
-    selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
-    if not selector and not affinity:
-        return None
-    return selector, affinity
-
-
 def _key(found: Constraints) -> str:
     """Tells shapes apart exactly (repr: the cheapest exact text of decoded JSON; a different key
     order only costs a second selection). Built only when no kept shape is equal (see same)."""
@@ -196,21 +184,36 @@ def _keys(selector: Any, terms: Any) -> tuple[str, ...]:
 
 
 class Selections:
-    """The Fleets of the constraint shapes reviews asked about (callers hold the cache lock)."""
+    """The Fleets of the constraint shapes reviews asked about (writers hold the cache lock)."""
 
     def __init__(self, lock: threading.Lock) -> None:
         self._lock = lock
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
-        self._last: _Selection | None = None  # the most recently asked (the end of _by_key)
+        # The most recently asked selection (the end of _by_key): its raw constraints and fleet,
+        # one reference replaced whole under the lock, so a reader needs no lock (see fleet_for).
+        self._last: tuple[Raw | None, Fleet] | None = None
 
-    def fleet(self, raw: Raw, whole: Fleet, labels: LabelStore) -> Fleet:
-        """The fleet of the nodes these constraints admit: the whole fleet when they name no label
-        but our summary labels (the fleet's query decides those); else the selection's, built on
-        first use from the whole fleet, layout by layout."""
+    def fleet_for(self, pod: Mapping[str, Any], whole: Fleet, labels: LabelStore) -> Fleet:
+        """The fleet of the nodes the pod's own constraints admit: the whole fleet when there are
+        none or they name no label but our summary labels (the fleet's query decides those); else
+        their selection's, built on first use from the whole fleet, layout by layout.
+
+        Callers need not hold the lock. The usual review (alike pods come in runs) reads only
+        `_last`: the most recent selection is never the one dropped (a new one goes in after it,
+        the oldest goes out), so its fleet is kept current; anything else takes the lock."""
+        spec = pod.get("spec")
+        if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
+            return whole
+        selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
+        if not selector and not affinity:  # the usual pod: two dict lookups and out
+            return whole
         last = self._last
-        if last is not None and raw == last.raw:  # the usual: alike pods come in runs
-            return last.fleet
-        selector, affinity = raw
+        if last is not None and (selector, affinity) == last[0]:
+            return last[1]
+        with self._lock:
+            return self._fleet(selector, affinity, whole, labels)
+
+    def _fleet(self, selector: Any, affinity: Any, whole: Fleet, labels: LabelStore) -> Fleet:
         terms = affinity_terms(affinity)
         if not selector and terms is None:
             return whole
@@ -242,14 +245,14 @@ class Selections:
                     keep.append(n)
             sel.fleet.add_all(keep, layout)
         self._by_key[key] = sel
-        self._last = sel
+        self._last = sel.raw, sel.fleet
         if len(self._by_key) > MAX_SELECTIONS:
             self._by_key.popitem(last=False)
         return sel.fleet
 
     def _use(self, sel: _Selection) -> Fleet:
         self._by_key.move_to_end(sel.key)
-        self._last = sel
+        self._last = sel.raw, sel.fleet
         return sel.fleet
 
     def update(
