@@ -117,7 +117,7 @@ Raw = tuple[Any, Any]  # spec.nodeSelector, spec.affinity: as they stand in the 
 
 def _key(found: Constraints) -> str:
     """Tells shapes apart exactly (repr: the cheapest exact text of decoded JSON; a different key
-    order only costs a second selection). Built only when no kept shape is equal (see same)."""
+    order only costs a second selection). Built only when no kept shape is == (_Selection.found)."""
     return repr(found)
 
 
@@ -128,13 +128,13 @@ class _Selection:
         # A copy: admission edits the pod (and so these very lists) in place.
         selector, terms = copy.deepcopy(found)
         self.key = key
-        # What a pod's constraints are compared with (Selections.fleet): `==` on the decoded
-        # JSON, no key built (a fraction of a microsecond, where repr took microseconds per
-        # review). Equal values of different types (1 == 1.0 == True) decide alike: the evaluator
-        # asks only "is it a string" of a value and the truth of a term's fields, the same for
-        # equal numbers; not of a nodeSelector key (node_selector reads str(key)), so a selector
-        # with a key that is not a string is found by its key only. NaN is never equal: such a
-        # pod too takes the keyed path.
+        # What a pod's constraints are compared with (Selections): `==` on the decoded JSON, no
+        # key built (a fraction of a microsecond, where repr took microseconds per review).
+        # Equal values of different types (1 == 1.0 == True) decide alike: the evaluator asks
+        # only "is it a string" of a value and the truth of a term's fields, the same for equal
+        # numbers; not of a nodeSelector key (node_selector reads str(key)), so a selector with
+        # a key that is not a string is found by its key only. NaN is never equal: such a pod
+        # too takes the keyed path.
         exact = not isinstance(selector, Mapping) or all(isinstance(k, str) for k in selector)
         self.found: Constraints | None = (selector, terms) if exact else None
         spec: dict[str, Any] = {"nodeSelector": selector} if selector else {}
