@@ -14,7 +14,7 @@ from typing import Any
 from common.wire import WireError
 from webhook.fleet.ingest import layout_of
 from webhook.fleet.layouts import Fleet, Group, Layout
-from webhook.fleet.selection import LabelStore, Selections, shape
+from webhook.fleet.selection import LabelStore, Selections
 
 __all__ = ["FabricCache", "Group", "NodeRecord", "record_from_status"]
 
@@ -85,11 +85,7 @@ class FabricCache:
         labels = self._labels
         if labels is None:
             return self._fleet
-        found = shape(pod)
-        if found is None:
-            return self._fleet
-        with self._lock:
-            return self._selections.fleet(found, self._fleet, labels)
+        return self._selections.fleet_for(pod, self._fleet, labels)
 
     def _counts(self, name: str) -> bool:
         if self._existing is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.fleet.layouts import KEY_INDEX, Fleet, Layout
-from webhook.kube.nodeselector import NODE_NAME_FIELD, pod_admits, required_terms
+from webhook.kube.nodeselector import NODE_NAME_FIELD, affinity_terms, pod_admits
 
 HOSTNAME = "kubernetes.io/hostname"
 MAX_SELECTIONS = 16  # distinct constraint shapes remembered; the least recently asked is dropped
@@ -111,37 +111,32 @@ def _foreign(selector: Any, terms: list[Any] | None) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """A pod's own node constraints: `key` tells shapes apart (repr: the cheapest exact text of
-    decoded JSON; a different key order only costs a second selection)."""
-
-    key: str
-    selector: Any
-    terms: list[Any] | None
+Constraints = tuple[Any, list[Any] | None]  # spec.nodeSelector, required nodeSelectorTerms
+Raw = tuple[Any, Any]  # spec.nodeSelector, spec.affinity: as they stand in the pod, not copied
 
 
-def shape(pod: Mapping[str, Any]) -> Shape | None:
-    """The pod's own node constraints; None when they name no label but our summary labels (the
-    fleet's query decides those) or there are none."""
-    spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
-        return None
-    selector = spec.get("nodeSelector")
-    terms = required_terms(pod)
-    if not selector and terms is None:  # the usual pod: two dict lookups and out
-        return None
-    if not _foreign(selector, terms):
-        return None
-    return Shape(repr((selector, terms)), selector, terms)
+def _key(found: Constraints) -> str:
+    """Tells shapes apart exactly (repr: the cheapest exact text of decoded JSON; a different key
+    order only costs a second selection). Built only when no kept shape is == (_Selection.found)."""
+    return repr(found)
 
 
 class _Selection:
-    __slots__ = ("fields", "fleet", "host", "keys", "pod")
+    __slots__ = ("fields", "fleet", "found", "host", "key", "keys", "pod", "raw")
 
-    def __init__(self, found: Shape, lock: threading.Lock) -> None:
+    def __init__(self, found: Constraints, key: str, lock: threading.Lock) -> None:
         # A copy: admission edits the pod (and so these very lists) in place.
-        selector, terms = copy.deepcopy((found.selector, found.terms))
+        selector, terms = copy.deepcopy(found)
+        self.key = key
+        # What a pod's constraints are compared with (Selections): `==` on the decoded JSON, no
+        # key built (a fraction of a microsecond, where repr took microseconds per review).
+        # Equal values of different types (1 == 1.0 == True) decide alike: the evaluator asks
+        # only "is it a string" of a value and the truth of a term's fields, the same for equal
+        # numbers; not of a nodeSelector key (node_selector reads str(key)), so a selector with
+        # a key that is not a string is found by its key only. NaN is never equal: such a pod
+        # too takes the keyed path.
+        exact = not isinstance(selector, Mapping) or all(isinstance(k, str) for k in selector)
+        self.found: Constraints | None = (selector, terms) if exact else None
         spec: dict[str, Any] = {"nodeSelector": selector} if selector else {}
         if terms is not None:
             spec["affinity"] = {
@@ -150,8 +145,11 @@ class _Selection:
                 }
             }
         self.pod = {"spec": spec}
+        # The raw form of these constraints (a pod whose affinity is only them has it): found
+        # with no nodeSelectorTerms read; nothing kept twice.
+        self.raw: Raw | None = (selector, spec.get("affinity")) if exact else None
         self.keys = _keys(selector, terms)
-        self.fields = NODE_NAME_FIELD in found.key  # matchFields: the node's name decides too
+        self.fields = NODE_NAME_FIELD in key  # matchFields: the node's name decides too
         self.host = HOSTNAME in self.keys
         self.fleet = Fleet(lock, scope=SCOPE)
 
@@ -186,20 +184,50 @@ def _keys(selector: Any, terms: Any) -> tuple[str, ...]:
 
 
 class Selections:
-    """The Fleets of the constraint shapes reviews asked about (callers hold the cache lock)."""
+    """The Fleets of the constraint shapes reviews asked about (writers hold the cache lock)."""
 
     def __init__(self, lock: threading.Lock) -> None:
         self._lock = lock
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
+        # The most recently asked selection (the end of _by_key): its raw constraints and fleet,
+        # one reference replaced whole under the lock, so a reader needs no lock (see fleet_for).
+        self._last: tuple[Raw | None, Fleet] | None = None
 
-    def fleet(self, found: Shape, whole: Fleet, labels: LabelStore) -> Fleet:
-        """The selection's fleet, built on first use from the whole fleet, layout by layout."""
-        key = found.key
-        sel = self._by_key.get(key)
-        if sel is not None:
-            self._by_key.move_to_end(key)
-            return sel.fleet
-        sel = _Selection(found, self._lock)
+    def fleet_for(self, pod: Mapping[str, Any], whole: Fleet, labels: LabelStore) -> Fleet:
+        """The fleet of the nodes the pod's own constraints admit: the whole fleet when there are
+        none or they name no label but our summary labels (the fleet's query decides those); else
+        their selection's, built on first use from the whole fleet, layout by layout.
+
+        Callers need not hold the lock. The usual review (alike pods come in runs) reads only
+        `_last`: the most recent selection is never the one dropped (a new one goes in after it,
+        the oldest goes out), so its fleet is kept current; anything else takes the lock."""
+        spec = pod.get("spec")
+        if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
+            return whole
+        selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
+        if not selector and not affinity:  # the usual pod: two dict lookups and out
+            return whole
+        last = self._last
+        if last is not None and (selector, affinity) == last[0]:
+            return last[1]
+        with self._lock:
+            return self._fleet(selector, affinity, whole, labels)
+
+    def _fleet(self, selector: Any, affinity: Any, whole: Fleet, labels: LabelStore) -> Fleet:
+        terms = affinity_terms(affinity)
+        if not selector and terms is None:
+            return whole
+        found = (selector, terms)
+        for kept in reversed(self._by_key.values()):
+            if found == kept.found:
+                return self._use(kept)
+        if not _foreign(*found):
+            return whole
+        key = _key(found)
+        known = self._by_key.get(key)
+        if known is not None:
+            return self._use(known)
+        sel = _Selection(found, key, self._lock)
         per_node = sel.fields or sel.host  # else nodes alike in layout and label set are alike
         get = labels.nodes.get
         for layout, names in whole.members():
@@ -217,8 +245,14 @@ class Selections:
                     keep.append(n)
             sel.fleet.add_all(keep, layout)
         self._by_key[key] = sel
+        self._last = sel.raw, sel.fleet
         if len(self._by_key) > MAX_SELECTIONS:
             self._by_key.popitem(last=False)
+        return sel.fleet
+
+    def _use(self, sel: _Selection) -> Fleet:
+        self._by_key.move_to_end(sel.key)
+        self._last = sel.raw, sel.fleet
         return sel.fleet
 
     def update(
@@ -229,6 +263,7 @@ class Selections:
 
     def clear(self) -> None:
         self._by_key.clear()
+        self._last = None
 
     def __len__(self) -> int:
         return len(self._by_key)

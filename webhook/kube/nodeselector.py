@@ -140,7 +140,11 @@ def required_terms(pod: Mapping[str, Any]) -> list[Any] | None:
     """The pod's required nodeSelectorTerms, or None when it has no required node affinity."""
     # `dict | Mapping`: a decoded pod's dicts pass at the exact-type check (admission runs this).
     spec = pod.get("spec")
-    affinity = spec.get("affinity") if isinstance(spec, dict | Mapping) else None
+    return affinity_terms(spec.get("affinity")) if isinstance(spec, dict | Mapping) else None
+
+
+def affinity_terms(affinity: Any) -> list[Any] | None:
+    """required_terms for a pod's spec.affinity, for a caller that has read it already."""
     node_aff = affinity.get("nodeAffinity") if isinstance(affinity, dict | Mapping) else None
     required = node_aff.get(REQUIRED) if isinstance(node_aff, dict | Mapping) else None
     if not isinstance(required, dict | Mapping):

@@ -16,6 +16,7 @@ from webhook.__main__ import main
 from webhook.admission.placement import Settings, mutate
 from webhook.admission.requirements import requirements
 from webhook.fleet.cache import FabricCache
+from webhook.fleet.selection import MAX_SELECTIONS
 
 STATUSES = dict(golden_statuses())
 HGX, AZURE = STATUSES["hgx-h100"], STATUSES["azure-ndv5"]
@@ -181,3 +182,30 @@ def test_nodes_alike_but_for_their_name_are_told_apart(by: str) -> None:
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [term]}}}  # fmt: skip
     assert _hcas(cache, pod(RDMA, affinity=affinity)) == (AZURE_HCAS, False, [])
+
+
+def test_alike_constraints_share_one_selection_and_the_kept_shapes_are_bounded() -> None:
+    cache = _serve_cache()
+    azure = cache.fleet_for(pod(RDMA, nodeSelector={"pool": "azure"}))
+    # Equal constraints in fresh objects (each review decodes its own) find the same selection,
+    # whichever shape was asked in between.
+    onprem = cache.fleet_for(pod(RDMA, affinity=_zone("dc-1")))
+    assert cache.fleet_for(pod(RDMA, nodeSelector={"pool": "azure"})) is azure
+    assert cache.fleet_for(pod(RDMA, affinity=_zone("dc-1"))) is onprem
+    assert [g.nodes for g in azure.groups()] == [("azure-ndv5",)]
+    for i in range(MAX_SELECTIONS + 4):
+        cache.fleet_for(pod(RDMA, nodeSelector={"pool": f"p{i}"}))
+    assert len(cache._selections) == MAX_SELECTIONS
+
+
+def test_selector_keys_equal_but_of_another_type_are_told_apart() -> None:
+    # 1 == True, so {1: "x"} == {True: "x"}; the scheduler's reading is str(key): "1" vs "True".
+    cache = FabricCache()
+    cache.replace_nodes([("hgx-h100", HGX), ("azure-ndv5", AZURE)])
+    cache.replace_claims([])
+    labels = {"hgx-h100": {"1": "x"}, "azure-ndv5": {"True": "x"}}
+    cache.replace_existing_nodes(list(labels), labels)
+    ones = cache.fleet_for(pod(RDMA, nodeSelector={1: "x"}))
+    trues = cache.fleet_for(pod(RDMA, nodeSelector={True: "x"}))
+    assert [g.nodes for g in ones.groups()] == [("hgx-h100",)]
+    assert [g.nodes for g in trues.groups()] == [("azure-ndv5",)]
