@@ -26,11 +26,17 @@ def test_only_tests_reference_reads_beside_the_clone() -> None:
     assert offenders == []
 
 
+def fixture_folders() -> list[Path]:
+    return [p for p in (TESTS / "fixtures").iterdir() if p.is_dir()]
+
+
 def test_every_fixture_folder_says_where_its_data_comes_from() -> None:
-    for folder in (TESTS / "fixtures").iterdir():
+    for folder in fixture_folders():
         provenance = folder / "PROVENANCE.md"
         assert provenance.is_file(), folder.name
         text = provenance.read_text()
+        # The copyright notices and licence texts the upstreams ask to travel with their files.
+        assert "](../NOTICES.md)" in text, folder.name
         for f in folder.rglob("*"):
             if f.is_file() and f.name != "PROVENANCE.md" and folder.name in {"k8s-wire", "hosts"}:
                 assert f.stem.split(".")[0] in text, (folder.name, f.name)
@@ -57,3 +63,20 @@ def test_the_wire_copies_are_the_captured_bytes() -> None:
         pytest.skip("needs ../shared/reference/k8s-wire to compare the copies with")
     for copy in copies:
         assert copy.read_bytes() == (source / copy.relative_to(reference.WIRE)).read_bytes(), copy
+
+
+def test_every_third_party_copy_has_its_notice_and_every_notice_a_copy() -> None:
+    fixtures = TESTS / "fixtures"
+    named = re.findall(
+        r"`((?:nccl-topo|hosts|fabric|schedulers)/[^`\s]+)`", (fixtures / "NOTICES.md").read_text()
+    )
+    covered = {p for pattern in named for p in fixtures.glob(pattern)}
+    assert [n for n in named if not any(fixtures.glob(n))] == []  # no notice for a file gone
+    # Every file of these folders is a copy of a third party's published file.
+    copies = [
+        p
+        for folder in ("nccl-topo", "fabric", "schedulers")
+        for p in (fixtures / folder).rglob("*")
+        if p.is_file() and p.name != "PROVENANCE.md"
+    ]
+    assert [str(p.relative_to(fixtures)) for p in copies if p not in covered] == []
