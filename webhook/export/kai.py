@@ -5,26 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.export.model import NAME, NVLINK_NAME, Model, levels, metadata
+from webhook.export.model import TOPOLOGY, Model
+from webhook.export.model import topologies as shared_topologies
 
 GROUP = "kai.scheduler"
 VERSIONS = ("v1alpha1",)
-KIND = "Topology"
+KIND = TOPOLOGY
 PLURAL = "topologies"
 
 
 def topologies(model: Model, version: str = VERSIONS[0]) -> list[dict[str, Any]]:
-    if not model.placed:
-        return []
-    names = [(NAME, False)] + ([(NVLINK_NAME, True)] if model.nvlink else [])
-    return [
-        {
-            "apiVersion": f"{GROUP}/{version}",
-            "kind": KIND,
-            "metadata": metadata(name),
-            "spec": {
-                "levels": [{"nodeLabel": label, "alias": alias} for alias, label in levels(nvlink)]
-            },
-        }
-        for name, nvlink in names
-    ]
+    return shared_topologies(
+        model, f"{GROUP}/{version}", lambda name, label: {"nodeLabel": label, "alias": name}
+    )

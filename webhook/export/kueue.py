@@ -5,24 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.export.model import NAME, NVLINK_NAME, Model, levels, metadata
+from webhook.export.model import TOPOLOGY, Model
+from webhook.export.model import topologies as shared_topologies
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")  # preferred first; v1beta1 where a cluster serves only that
-KIND = "Topology"
+KIND = TOPOLOGY
 PLURAL = "topologies"
 
 
 def topologies(model: Model, version: str = VERSIONS[0]) -> list[dict[str, Any]]:
-    if not model.placed:
-        return []
-    names = [(NAME, False)] + ([(NVLINK_NAME, True)] if model.nvlink else [])
-    return [
-        {
-            "apiVersion": f"{GROUP}/{version}",
-            "kind": KIND,
-            "metadata": metadata(name),
-            "spec": {"levels": [{"nodeLabel": label} for _, label in levels(nvlink)]},
-        }
-        for name, nvlink in names
-    ]
+    return shared_topologies(model, f"{GROUP}/{version}", lambda name, label: {"nodeLabel": label})

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from common import api
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
@@ -149,3 +150,26 @@ def levels(nvlink: bool) -> list[tuple[str, str]]:
 
 def metadata(name: str) -> dict[str, object]:
     return {"name": name, "labels": {MANAGED_BY: MANAGER}}
+
+
+TOPOLOGY = "Topology"  # Kueue's and KAI's kind name alike
+
+
+def topologies(
+    model: Model, api_version: str, level: Callable[[str, str], dict[str, str]]
+) -> list[dict[str, Any]]:
+    """The `Topology` objects Kueue and KAI both read: `gpufabric` over the network levels, and
+    `gpufabric-nvlink` when a node has an NVLink domain; `level(name, label)` is one entry of
+    spec.levels in the scheduler's own shape. None while the fabric places no node."""
+    if not model.placed:
+        return []
+    names = [(NAME, False)] + ([(NVLINK_NAME, True)] if model.nvlink else [])
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": TOPOLOGY,
+            "metadata": metadata(name),
+            "spec": {"levels": [level(n, label) for n, label in levels(nvlink)]},
+        }
+        for name, nvlink in names
+    ]
