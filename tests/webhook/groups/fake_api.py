@@ -10,7 +10,8 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.groups.placer import Rejected
+from tests.webhook.groups.fabric import gpu_pod
+from webhook.groups.placer import Placer, Rejected
 from webhook.kube.nodeselector import required_terms
 
 
@@ -90,3 +91,20 @@ class FakeApi:
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         self.events.append((pod["metadata"]["name"], reason, message))
+
+
+def setup(
+    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None
+) -> tuple[FakeApi, Placer]:
+    """A placer on these nodes, fed by a fake API server; `busy` GPUs of each node already run
+    other pods."""
+    api = FakeApi()
+    placer = Placer(api)
+    placer.nodes_listed(nodes)
+    placer.pods_listed(
+        [
+            gpu_pod(f"busy-{n}", g, namespace="other", node_name=n, phase="Running")
+            for n, g in (busy or {}).items()
+        ]
+    )
+    return api, placer

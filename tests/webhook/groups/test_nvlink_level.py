@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.nvl72 import TRAYS, domain, racks_under_leaves, tray_name, tray_node
 from tests.webhook.groups.fabric import fabric, gpu_pod
-from tests.webhook.groups.fake_api import FakeApi
+from tests.webhook.groups.fake_api import FakeApi, setup
 from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import NO_NVLINK
@@ -16,21 +16,6 @@ from webhook.groups.placer import Placer
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PLACEMENT = "gpufabric.io/placement"
-
-
-def setup(
-    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None
-) -> tuple[FakeApi, Placer]:
-    api = FakeApi()
-    placer = Placer(api)
-    placer.nodes_listed(nodes)
-    placer.pods_listed(
-        [
-            gpu_pod(f"busy-{n}", g, namespace="other", node_name=n, phase="Running")
-            for n, g in (busy or {}).items()
-        ]
-    )
-    return api, placer
 
 
 def member(i: int, size: int, **kw: Any) -> dict[str, Any]:

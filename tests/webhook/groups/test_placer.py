@@ -9,26 +9,11 @@ import pytest
 
 from tests import reference
 from tests.webhook.groups.fabric import fabric, gpu_pod, node
-from tests.webhook.groups.fake_api import FakeApi, gated_update_problems
+from tests.webhook.groups.fake_api import FakeApi, gated_update_problems, setup
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
-
-
-def setup(
-    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None
-) -> tuple[FakeApi, Placer]:
-    api = FakeApi()
-    placer = Placer(api)
-    placer.nodes_listed(nodes)
-    placer.pods_listed(
-        [
-            gpu_pod(f"busy-{n}", g, namespace="other", node_name=n, phase="Running")
-            for n, g in (busy or {}).items()
-        ]
-    )
-    return api, placer
 
 
 def arrive(api: FakeApi, placer: Placer, pod: dict[str, Any]) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
-from tests.webhook.groups.fake_api import FakeApi
-from tests.webhook.groups.test_placer import REQ, arrive, feed_back, setup
+from tests.webhook.groups.fake_api import FakeApi, setup
+from tests.webhook.groups.test_placer import REQ, arrive, feed_back
 from webhook.groups.indexes import COMPLETION_INDEX
 from webhook.groups.names import LEVELS
 from webhook.groups.placer import Placer
