@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from common.labels import hca_profile
 from webhook.fleet.cache import FabricCache
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +30,13 @@ def golden_cache() -> FabricCache:
     claim = yaml.safe_load((SAMPLES / "claims" / "tp8-ib.yaml").read_text())
     cache.replace_claims([("team-a", "tp8-ib", claim["spec"])])
     return cache
+
+
+def with_usable(status: dict[str, Any], usable: list[str]) -> dict[str, Any]:
+    """A copy of `status` whose usable HCAs (and so rdma ports and hca-profile) are `usable`."""
+    out = copy.deepcopy(status)
+    out["summary"].update(usableHcas=usable, rdmaPorts=len(usable), hcaProfile=hca_profile(usable))
+    return out
 
 
 def pod(annotations: dict[str, str] | None = None, gpus: int = 8, **spec: Any) -> dict[str, Any]:

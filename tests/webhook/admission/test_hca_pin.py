@@ -6,12 +6,11 @@ some ports taken down the way a degraded fleet looks.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from common import api
 from common.labels import hca_profile
-from tests.webhook.helpers import golden_statuses, pod
+from tests.webhook.helpers import golden_statuses, pod, with_usable
 from webhook.admission.placement import Decision, Settings, admitted, mutate
 from webhook.admission.requirements import requirements
 from webhook.fleet.cache import FabricCache
@@ -22,11 +21,7 @@ MOST = [h for h in FULL if h != "mlx5_11"]  # one rail down
 
 
 def _status(usable: list[str]) -> dict[str, Any]:
-    status = copy.deepcopy(HGX)
-    status["summary"].update(
-        usableHcas=usable, rdmaPorts=len(usable), hcaProfile=hca_profile(usable)
-    )
-    return status
+    return with_usable(HGX, usable)
 
 
 def _cache() -> FabricCache:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 import yaml
 
 from common.labels import hca_profile
-from tests.webhook.helpers import GOLDEN, golden_statuses, pod
+from tests.webhook.helpers import GOLDEN, golden_statuses, pod, with_usable
 from webhook.__main__ import main
 from webhook.admission.placement import Settings, mutate
 from webhook.admission.requirements import requirements
@@ -139,11 +138,7 @@ def test_before_node_labels_are_known_nothing_changes() -> None:
 
 
 def _azure_with(usable: list[str]) -> dict[str, Any]:
-    status = copy.deepcopy(AZURE)
-    status["summary"].update(
-        usableHcas=usable, rdmaPorts=len(usable), hcaProfile=hca_profile(usable)
-    )
-    return status
+    return with_usable(AZURE, usable)
 
 
 def test_a_tie_between_layouts_goes_to_more_rails_not_to_the_profile_name() -> None:
