@@ -55,6 +55,12 @@ def cpulist(reader: HostReader, path: str) -> str:
     return _checked(reader, path, _CPULIST, "a CPU list") or ""
 
 
+def only_node(reader: HostReader, path: str) -> int | None:
+    """The one id in a kernel node list ("0"), or None for several ("0-1"), none or unreadable."""
+    nodes = _checked(reader, path, _CPULIST, "a node list")
+    return int(nodes) if nodes and nodes.isdigit() else None
+
+
 def link_speed(reader: HostReader, path: str) -> str:
     """'32.0 GT/s' (GT/s figure only); "" when unknown."""
     text = reader.read(path)

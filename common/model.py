@@ -184,7 +184,7 @@ class NodeStatus:
     conditions: tuple[Condition, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        return cast(dict[str, object], to_wire(self))
+        return cast(dict[str, object], to_wire(self, lean=True))
 
     @classmethod
     def from_dict(cls, data: object) -> NodeStatus:

@@ -29,20 +29,25 @@ def wire_name(field: dataclasses.Field[Any]) -> str:
     return str(field.metadata.get("wire", camel(field.name)))
 
 
-def to_wire(value: Any) -> Any:
+def to_wire(value: Any, *, lean: bool = False) -> Any:
+    """The JSON-ready form. `lean` also leaves out a field at an empty default ("" or ()), which
+    reads back the same (``from_wire`` fills defaults) and costs nothing to store."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {}
         for field in dataclasses.fields(value):
             item = getattr(value, field.name)
-            if item is None:
+            if item is None or (lean and item in _EMPTY and item == field.default):
                 continue
-            out[wire_name(field)] = to_wire(item)
+            out[wire_name(field)] = to_wire(item, lean=lean)
         return out
     if isinstance(value, tuple | list):
-        return [to_wire(v) for v in value]
+        return [to_wire(v, lean=lean) for v in value]
     if isinstance(value, dict):
-        return {str(k): to_wire(v) for k, v in value.items()}
+        return {str(k): to_wire(v, lean=lean) for k, v in value.items()}
     return value
+
+
+_EMPTY = ("", ())
 
 
 Decoder = Callable[[Any], Any]

@@ -92,7 +92,7 @@ def schema_for(tp: Any) -> dict[str, Any]:
 
 
 def node_status_crd() -> dict[str, Any]:
-    status = schema_for(NodeStatus)
+    status = whole_entries(schema_for(NodeStatus))
     status["description"] = "What the gpufabric agent saw on this node. Written by the agent only."
     return crd(
         api.NODE_STATUS_KIND,
@@ -122,6 +122,22 @@ def node_status_crd() -> dict[str, Any]:
         ],
         status_subresource=True,
     )
+
+
+def whole_entries(status: dict[str, Any]) -> dict[str, Any]:
+    """Mark each list entry and each section of the status atomic for server-side apply.
+
+    The agent is the one writer and always applies whole entries, so per-leaf ownership buys
+    nothing; recorded per leaf, managedFields doubled every status (~14 KB more per 8-GPU node,
+    ~1 GB of etcd at 65,536 nodes). Atomic entries are one path each (`k:{"index":0}`), and the
+    lists stay keyed: an entry the agent stops applying is still removed.
+    """
+    for prop in status["properties"].values():
+        if prop["type"] == "object":
+            prop["x-kubernetes-map-type"] = "atomic"
+        elif prop.get("x-kubernetes-list-type") == "map":
+            prop["items"]["x-kubernetes-map-type"] = "atomic"
+    return status
 
 
 def claim_crd() -> dict[str, Any]:

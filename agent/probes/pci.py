@@ -13,6 +13,7 @@ from agent.topology import Locality
 log = logging.getLogger(__name__)
 
 PCI_DEVICES = "/sys/bus/pci/devices"
+NODES_ONLINE = "/sys/devices/system/node/online"  # Documentation/ABI/stable/sysfs-devices-node
 _BDF = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT = re.compile(r"^pci[0-9a-f]{4,}:[0-9a-f]{2}$")
 
@@ -90,6 +91,10 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
     """Every PCI function that matters to us (GPUs, NVSwitches, NICs, NVMe), or `wanted` bus ids."""
     functions: dict[str, PciFunction] = {}
     problems: list[str] = []
+    # A device says numa_node -1 when firmware gives no proximity (single-socket hosts, most cloud
+    # VMs); with one NUMA node online every device is on it, as `nvidia-smi topo -m` also says.
+    only = values.only_node(reader, NODES_ONLINE)
+    fallback = only if only is not None else -1
     for bdf in reader.listdir(PCI_DEVICES):
         if not _BDF.match(bdf):
             problems.append(f"ignored odd PCI entry {bdf!r}")
@@ -114,7 +119,7 @@ def probe(reader: HostReader, wanted: set[str] | None = None) -> PciTree:
         if (klass >> 16) == 0x03 and vendor != VENDOR_NVIDIA:
             continue  # another vendor's display controller (a BMC's VGA)
         numa = values.int_value(reader, f"{base}/numa_node", minimum=-1)
-        numa = numa if numa is not None and numa >= 0 else -1
+        numa = numa if numa is not None and numa >= 0 else fallback
         cpus = values.cpulist(reader, f"{base}/local_cpulist")
         place = locality_of(reader, bdf, numa, cpus)
         if place is None:

@@ -18,6 +18,7 @@ from common import api
 from common.labels import labels_for
 from tests.agent.test_host_reader import build_host
 from tests.conftest import FIXTURES
+from tests.fakes.sysfs import HostBuilder
 
 
 def _bad_roots(tmp_path: Path) -> dict[str, Path]:
@@ -150,3 +151,45 @@ def test_missing_nvml_with_nvlink_from_the_topology_file_is_not_degraded() -> No
     blind = probe_node(snap.reader(), SnapshotNvml(snap.nvml), ProbeConfig(), Options())
     assert blind.status.summary.fabric_health == "degraded"
     assert "NVLink unknown" in {c.type: c for c in blind.status.conditions}["FabricHealthy"].message
+
+
+def _one_socket_vm(root: Path, online: str | None) -> HostBuilder:
+    """Two H100s and a NIC whose sysfs says numa_node -1, as on the real 1-NUMA H100 VM
+    (../shared/reference/real-gpu-hosts/h100-sxm-vm-1numa.nvidia-smi.txt: `7 -1`, node0 only)."""
+    b = HostBuilder(root)
+    for bdf, vendor, klass in (
+        ("0000:00:06.0", 0x10DE, 0x030200),
+        ("0000:00:07.0", 0x10DE, 0x030200),
+        ("0000:00:08.0", 0x15B3, 0x020700),
+    ):
+        b.pci(bdf, root="pci0000:00", vendor=vendor, device=0x2330, klass=klass, numa=-1)
+    if online is not None:
+        b.file("/sys/devices/system/node/online", online)
+    return b
+
+
+def test_one_numa_node_online_places_every_device_on_it(tmp_path: Path) -> None:
+    _one_socket_vm(tmp_path, "0\n")
+    result = probe_node(HostReader(tmp_path), NullNvml(), ProbeConfig(), Options())
+    assert [g.numa_node for g in result.status.gpus] == [0, 0]
+    assert labels_for(result.status.summary)[api.LABEL_NUMA_GPUS_MAX] == "2"
+
+
+@pytest.mark.parametrize("online", [None, "0-1\n", "0,2\n", "zero\n", "\n"])
+def test_numa_stays_unknown_unless_exactly_one_node_is_online(
+    tmp_path: Path, online: str | None
+) -> None:
+    _one_socket_vm(tmp_path, online)
+    result = probe_node(HostReader(tmp_path), NullNvml(), ProbeConfig(), Options())
+    assert {g.numa_node for g in result.status.gpus} == {-1}
+    assert api.LABEL_NUMA_GPUS_MAX not in labels_for(result.status.summary)
+
+
+def test_gather_keeps_the_online_node_list_so_a_replay_agrees(tmp_path: Path) -> None:
+    _one_socket_vm(tmp_path / "host", "0\n")
+    out = tmp_path / "g.tar.gz"
+    args = ["--host-root", str(tmp_path / "host"), "--nvml", "none"]
+    assert main(["gather", *args, "-o", str(out)]) == 0
+    snap = load(out)
+    replay = probe_node(snap.reader(), NullNvml(), ProbeConfig(), Options())
+    assert [g.numa_node for g in replay.status.gpus] == [0, 0]
