@@ -9,7 +9,7 @@ json` as a process <= 150 ms; `gpufabric-agent --help` <= 100 ms. Baselines: a b
 reads the same host files with plain open()/read() and lists the same directories; `python -c
 pass` for a process. Wall and CPU medians are both shown: on a shared machine wall time swings 2x
 and more with the neighbours' load, CPU time and the ratios much less.
-Also (issue 2): status <= 16 KiB; 0 writes across 1,000 unchanged probes, 1 after a port goes
+Also (issue 2): status <= 16 KiB (issue 22: stored with managedFields, and the etcd curve); 0 writes across 1,000 unchanged probes, 1 after a port goes
 down; RSS of the running loop <= 80 MB after 10 minutes (--soak-seconds).
 """
 
@@ -30,6 +30,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "hosts" / "hgx-h100.tar.gz"
+
+
+def _stored_curve(status: dict[str, object]) -> list[str]:
+    """Issue 22: bytes etcd holds per status (managedFields included) and for the whole fleet."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.fakes.stored import crd_root, per_leaf, stored_bytes
+
+    now, before = stored_bytes(status, crd_root()), stored_bytes(status, per_leaf(crd_root()))
+    lines = [f"stored per node with managedFields: {now} B (per-leaf field sets: {before} B)"]
+    for nodes in (4096, 16384, 65536):
+        lines.append(
+            f"  {nodes:>6} nodes: {nodes * now / 1e9:.2f} GB in etcd (per-leaf"
+            f" {nodes * before / 1e9:.2f} GB; default quota 2 GiB)"
+        )
+    return lines
 
 
 def _cpu() -> float:
@@ -174,6 +190,7 @@ def steady_state(soak_seconds: float) -> list[str]:
         result = probe_node(reader, nvml, cfg)
         size = len(canonical_json(status_object("hgx-h100", result)).encode())
         lines.append(f"status JSON size: {size} bytes = {size / 1024:.1f} KiB (target <= 16 KiB)")
+        lines.extend(_stored_curve(result.status.to_dict()))
         publisher = RecordingPublisher()
 
         def prober(opts: Options) -> Assembled:
