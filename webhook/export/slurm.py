@@ -68,8 +68,9 @@ def block(model: Model) -> str:
     if len(large.nodes) >= 2 * base:
         raise BlockError(
             f"slurm-block: blocks differ in size ({small.name}: {base} nodes, {large.name}: "
-            f"{len(large.nodes)}); Slurm's topology/block reads every block as the smallest "
-            "one's size, so jobs would be spread or refused: use -o slurm-tree"
+            f"{len(large.nodes)}) and Slurm's topology/block sizes them all by one base, which "
+            "serves neither (a larger base stops Slurm 24.x or refuses jobs that fit, the "
+            "smaller spreads jobs one block holds): use -o slurm-tree"
         )
     what = "NVLink domain" if model.nvlink else "leaf domain"
     lines = [f"# gpufabric topology export (topology/block): one block per {what}"]
