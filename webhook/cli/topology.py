@@ -11,7 +11,7 @@ import yaml
 
 from common import api, logs, nvlink
 from webhook.cli.documents import documents, read_text
-from webhook.export import slurm
+from webhook.export import kueue, slurm
 from webhook.export.kinds import KINDS
 from webhook.export.model import Model, build
 from webhook.fabric import join, render
@@ -65,6 +65,13 @@ def add_parser(sub: Any) -> None:
         help="table: the tree; yaml: the GpuFabric status; labels: one line per node; kueue, "
         "kai, volcano: the scheduler's topology objects; slurm-tree, slurm-block: a Slurm "
         "topology.conf (default: table)",
+    )
+    p.add_argument(
+        "--kueue-api",
+        choices=kueue.VERSIONS,
+        default=kueue.VERSIONS[0],
+        help="with -o kueue: the Topology's API version; Kueue 0.9-0.13 serve only v1alpha1, "
+        "0.14 only v1beta1, 0.15 and later v1beta2 (default: %(default)s)",
     )
     logs.add_arguments(p, repeat=True)
 
@@ -152,7 +159,12 @@ def cmd_topology(args: argparse.Namespace) -> int:
         return 2
     if args.output in EXPORTS:
         values = {n: d.value for n, d in domains.items() if d.value is not None}
-        sys.stdout.write(render_export(args.output, build(positions, values)))
+        try:
+            text = render_export(args.output, build(positions, values), args.kueue_api)
+        except slurm.BlockError as err:
+            print(f"gpufabric-webhook: {err}", file=sys.stderr)
+            return 1
+        sys.stdout.write(text)
         return 0
     nv = nvlink_view(domains, positions)
     if args.output == "yaml":
@@ -166,11 +178,12 @@ def cmd_topology(args: argparse.Namespace) -> int:
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def render_export(output: str, model: Model) -> str:
+def render_export(output: str, model: Model, kueue_api: str = kueue.VERSIONS[0]) -> str:
+    """The export's text; slurm.BlockError where the block form cannot serve the fabric."""
     if output == "slurm-tree":
         return slurm.tree(model)
     if output == "slurm-block":
         return slurm.block(model)
     kind = KINDS[output]
-    objects = kind.objects(model, kind.versions[0])
+    objects = kind.objects(model, kueue_api if output == "kueue" else kind.versions[0])
     return yaml.dump_all(objects, Dumper=_DUMPER, sort_keys=False) if objects else ""

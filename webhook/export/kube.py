@@ -2,6 +2,8 @@
 
 A kind is served when listing it works: an unknown group, version or resource is HTTP 404 on its
 list path (no discovery cache to go stale, so a CRD installed later is seen at the next look).
+The kind's versions are tried newest first; the resource is asked for, not the group, because a
+group may serve a version without this kind (Kueue 0.13: queues at v1beta1, Topology at v1alpha1).
 """
 
 from __future__ import annotations

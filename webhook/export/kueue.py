@@ -9,7 +9,7 @@ from webhook.export.model import TOPOLOGY, Model
 from webhook.export.model import topologies as shared_topologies
 
 GROUP = "kueue.x-k8s.io"
-VERSIONS = ("v1beta2", "v1beta1")  # preferred first; v1beta1 where a cluster serves only that
+VERSIONS = ("v1beta2", "v1beta1", "v1alpha1")  # newest first: 0.15+, 0.14, 0.9-0.13
 KIND = TOPOLOGY
 PLURAL = "topologies"
 

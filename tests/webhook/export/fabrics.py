@@ -53,3 +53,23 @@ def crd_schema(name: str, version: str) -> dict[str, Any]:
     assert ver["served"]
     schema: dict[str, Any] = ver["schema"]["openAPIV3Schema"]
     return schema
+
+
+def cel_failures(obj: Any, schema: dict[str, Any]) -> list[str]:
+    """The messages of the CRD's CEL rules (`x-kubernetes-validations`) that `obj` breaks, as the
+    API server evaluates them on create (rules on `oldSelf` are for updates: skipped)."""
+    import celpy  # the tests' CEL interpreter; only these checks need it
+
+    env, out = celpy.Environment(), []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        if "oldSelf" not in rule["rule"]:
+            program = env.program(env.compile(rule["rule"]))
+            if not bool(program.evaluate({"self": celpy.json_to_cel(obj)})):
+                out.append(str(rule.get("message") or rule["rule"]))
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in schema.get("properties", {}):
+                out += cel_failures(value, schema["properties"][key])
+    if isinstance(obj, list) and "items" in schema:
+        out += [m for item in obj for m in cel_failures(item, schema["items"])]
+    return out

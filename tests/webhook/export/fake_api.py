@@ -25,10 +25,10 @@ CRDS = {
 }
 
 
-def crd_versions(group: str, plural: str) -> dict[str, dict[str, Any]]:
+def crd_versions(group: str, plural: str, crd_file: str = "") -> dict[str, dict[str, Any]]:
     crd = next(
         d
-        for d in yaml.safe_load_all((SCHEDULERS / CRDS[(group, plural)]).read_text())
+        for d in yaml.safe_load_all((SCHEDULERS / (crd_file or CRDS[(group, plural)])).read_text())
         if d and d.get("kind") == "CustomResourceDefinition"
     )
     return {
@@ -62,8 +62,12 @@ class FakeSchedulerApi:
         for group, plural, versions in installed:
             self.install(group, plural, versions)
 
-    def install(self, group: str, plural: str, versions: tuple[str, ...] = ()) -> None:
-        schemas = crd_versions(group, plural)
+    def install(
+        self, group: str, plural: str, versions: tuple[str, ...] = (), crd_file: str = ""
+    ) -> None:
+        """Serve the kind at `versions` of its CRD (all served ones when empty); `crd_file`: an
+        older release's CRD (e.g. Kueue 0.13's, v1alpha1 only)."""
+        schemas = crd_versions(group, plural, crd_file)
         self.crds[(group, plural)] = {v: schemas[v] for v in versions or schemas}
 
     def put(self, kind: Kind, obj: dict[str, Any]) -> None:

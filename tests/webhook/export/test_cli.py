@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
-from tests.webhook.export.fabrics import UUID
+from tests.webhook.export.fabrics import UUID, cel_failures, crd_schema
 from webhook.__main__ import main
 from webhook.fabric.slurm import parse_conf
 
@@ -77,3 +78,44 @@ def test_unknown_output_is_a_usage_error(
         main(["topology", "--source", str(tmp_path / "topology.conf"), "-o", "slurm"])
     assert exit_info.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "version", "crd"),
+    [
+        ([], "v1beta2", "kueue-topology-crd.yaml"),
+        (["--kueue-api", "v1beta1"], "v1beta1", "kueue-topology-crd.yaml"),
+        (["--kueue-api", "v1alpha1"], "v1alpha1", "kueue-0.13-topology-crd-v1alpha1.yaml"),
+    ],
+)
+def test_kueue_api_picks_the_version_and_validates_against_that_kueues_crd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], version: str, crd: str
+) -> None:
+    (tmp_path / "topology.conf").write_text(CONF)
+    assert (
+        main(["topology", "--source", str(tmp_path / "topology.conf"), "-o", "kueue", *argv]) == 0
+    )
+    (topology,) = yaml.safe_load_all(capsys.readouterr().out)
+    assert topology["apiVersion"] == f"kueue.x-k8s.io/{version}"
+    schema = crd_schema(crd, version)
+    jsonschema.validate(topology, schema)
+    assert cel_failures(topology, schema) == []
+
+
+def test_unknown_kueue_api_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "topology.conf").write_text(CONF)
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "topology",
+                "--source",
+                str(tmp_path / "topology.conf"),
+                "-o",
+                "kueue",
+                "--kueue-api",
+                "v2",
+            ]
+        )
+    assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err

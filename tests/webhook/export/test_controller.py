@@ -128,6 +128,18 @@ def test_kueue_v1beta1_only_cluster_gets_v1beta1() -> None:
     assert api.stored(KUEUE)["gpufabric"]["apiVersion"] == "kueue.x-k8s.io/v1beta1"
 
 
+def test_kueue_0_13_cluster_gets_v1alpha1() -> None:
+    api = FakeSchedulerApi()
+    api.install("kueue.x-k8s.io", "topologies", crd_file="kueue-0.13-topology-crd-v1alpha1.yaml")
+    h = Harness(api, ("kueue",))
+    h.domains = nvlink()
+    h.sync()
+    stored = api.stored(KUEUE)
+    assert sorted(stored) == ["gpufabric", "gpufabric-nvlink"]  # applied through its schema
+    assert {o["apiVersion"] for o in stored.values()} == {"kueue.x-k8s.io/v1alpha1"}
+    assert h.condition["status"] == "True" and h.sync(advance=300) == 0
+
+
 def test_topology_whose_levels_change_is_deleted_and_created_again() -> None:
     api = FakeSchedulerApi(*ALL)
     old = {

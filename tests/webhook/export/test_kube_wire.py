@@ -122,3 +122,53 @@ def test_deleting_what_is_gone_is_fine(server: tuple[KubeExportApi, list[Any]]) 
     api, seen = server
     api.delete(KINDS["kai"], "v1alpha1", "gpufabric-nvlink")
     assert seen[-1]["method"] == "DELETE"
+
+
+# What each Kueue release serves under kueue.x-k8s.io (its CRDs' served versions, from the
+# released tags; ../shared/reference/schedulers/PROVENANCE.md): version -> resources. Kueue 0.13
+# serves the group at v1beta1 too (queues, flavors), but Topology only at v1alpha1: the group's
+# discovery document alone would name v1beta1, so the exporter asks for the resource itself.
+RELEASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "0.9-0.13": {"v1beta1": ("clusterqueues", "resourceflavors"), "v1alpha1": ("topologies",)},
+    "0.14": {"v1beta1": ("clusterqueues", "resourceflavors", "topologies")},
+    "0.15+": {
+        "v1beta2": ("clusterqueues", "resourceflavors", "topologies"),
+        "v1beta1": ("clusterqueues", "resourceflavors", "topologies"),  # deprecated from 0.16
+    },
+    "none": {},
+}
+
+
+@pytest.mark.parametrize(
+    ("release", "expected"),
+    [("0.9-0.13", "v1alpha1"), ("0.14", "v1beta1"), ("0.15+", "v1beta2"), ("none", None)],
+)
+def test_served_kueue_version_is_the_newest_per_release(release: str, expected: str | None) -> None:
+    served = RELEASES[release]
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            asked.append(path)
+            _, _, group, version, plural = path.split("/")
+            if group == "kueue.x-k8s.io" and plural in served.get(version, ()):
+                body = LIST | {"apiVersion": f"{group}/{version}"}
+                reply(self, 200, json.dumps(body).encode())
+            else:  # what kube-apiserver answers for a group, version or resource it lacks
+                reply(self, 404, json.dumps(NOT_FOUND).encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = start(Handler)
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        assert KubeExportApi(client.ApiClient(cfg)).served(KINDS["kueue"]) == expected
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    newest_first = ["v1beta2", "v1beta1", "v1alpha1"]
+    looked = newest_first[: newest_first.index(expected) + 1] if expected else newest_first
+    assert asked == [f"/apis/kueue.x-k8s.io/{v}/topologies" for v in looked]

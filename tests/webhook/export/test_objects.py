@@ -9,7 +9,14 @@ import jsonschema
 import pytest
 
 from common import api
-from tests.webhook.export.fabrics import crd_schema, fabric, nodes, nvlink, positions
+from tests.webhook.export.fabrics import (
+    cel_failures,
+    crd_schema,
+    fabric,
+    nodes,
+    nvlink,
+    positions,
+)
 from webhook.export import kai, kueue, volcano
 from webhook.export.model import MANAGED_BY, build, dns_name
 from webhook.fabric.levels import Positions
@@ -26,13 +33,21 @@ def _levels(topology: dict[str, Any]) -> list[str]:
     return [lvl["nodeLabel"] for lvl in topology["spec"]["levels"]]
 
 
-@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
-def test_kueue_topologies_validate_and_list_our_levels(version: str) -> None:
-    schema = crd_schema("kueue-topology-crd.yaml", version)
+@pytest.mark.parametrize(
+    ("crd", "version"),
+    [
+        ("kueue-topology-crd.yaml", "v1beta2"),  # Kueue 0.15 and later
+        ("kueue-topology-crd.yaml", "v1beta1"),  # 0.14 (only this), 0.15-0.20 (deprecated)
+        ("kueue-0.13-topology-crd-v1alpha1.yaml", "v1alpha1"),  # 0.9-0.13, Red Hat's 0.13
+    ],
+)
+def test_kueue_topologies_validate_and_list_our_levels(crd: str, version: str) -> None:
+    schema = crd_schema(crd, version)
     objs = kueue.topologies(build(positions(), nvlink()), version)
     assert [o["metadata"]["name"] for o in objs] == ["gpufabric", "gpufabric-nvlink"]
     for obj in objs:
         jsonschema.validate(obj, schema)
+        assert cel_failures(obj, schema) == []
         assert obj["apiVersion"] == f"kueue.x-k8s.io/{version}"
         assert obj["metadata"]["labels"] == {MANAGED_BY: "gpufabric"}
     assert _levels(objs[0]) == [*NETWORK, "kubernetes.io/hostname"]

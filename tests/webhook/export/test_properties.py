@@ -1,11 +1,13 @@
 """For any fabric: every export names exactly the domains the labels name (Volcano's chain above a
-node is its leaf, pair, quad and spine values; Slurm's blocks read back into the label partitions)."""
+node is its leaf, pair, quad and spine values; Slurm's block form, where it prints, is one block
+per lowest domain that Slurm's rules accept and place any job size on)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.webhook.export.slurm_rules import read
 from webhook.export import slurm, volcano
 from webhook.export.model import build, name_for
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
@@ -58,7 +60,18 @@ def test_exports_agree_with_the_labels(fabric: Fabric, data: st.DataObject) -> N
     if not placed:
         assert hns == [] and slurm.block(model) == ""
         return
-    back = Positions(parse_conf(slurm.block(model)))
-    for level in ("leaf", "leaf-pair", "leaf-quad"):
-        mine = {frozenset(d.nodes) for d in pos.domains if d.level == level}
-        assert {frozenset(d.nodes) for d in back.domains if d.level == level} == mine
+    lowest = slurm.blocks(model)
+    sizes = [len(d.nodes) for d in lowest]
+    try:
+        text = slurm.block(model)
+    except slurm.BlockError:
+        assert max(sizes) >= 2 * min(sizes)
+        return
+    assert max(sizes) < 2 * min(sizes)
+    for version in ((24, 5), (24, 11), (25, 11)):
+        blocks = read(text, version)  # slurmctld starts with it ...
+        assert blocks.nodes == tuple(d.nodes for d in lowest)  # ... one block per lowest domain
+        assert all(blocks.fits(k) for k in range(1, len(placed) + 1))  # ... and places any job
+    back = Positions(parse_conf(text))
+    mine = {frozenset(d.nodes) for d in lowest}
+    assert {frozenset(d.nodes) for d in back.domains if d.level == "leaf"} == mine

@@ -21,6 +21,9 @@ SERVE = ["serve", "--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.k
     [
         (["--export", "kueue"], "--export needs --labeler"),
         (["--labeler", "--export", "kueue,slurm"], "unknown target 'slurm'"),
+        # Slurm reads a file, not an API object: offline only (`topology -o slurm-*`).
+        (["--labeler", "--export", "slurm-block"], "unknown target 'slurm-block'"),
+        (["--labeler", "--export", "slurm-tree"], "unknown target 'slurm-tree'"),
         (["--labeler", "--export", " , "], "--export: no target given"),
     ],
 )

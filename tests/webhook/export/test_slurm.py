@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.webhook.export.fabrics import positions
+from tests.webhook.export.fabrics import nodes, positions
 from webhook.export import slurm
 from webhook.export.model import build
 from webhook.fabric.levels import Positions
-from webhook.fabric.model import Fabric
+from webhook.fabric.model import Fabric, Leaf, Spine
 from webhook.fabric.names import compress_hostlist, expand_hostlist
 from webhook.fabric.slurm import parse_conf
 
@@ -19,28 +19,41 @@ def _partition(pos: Positions, level: str) -> set[frozenset[str]]:
     return {frozenset(d.nodes) for d in pos.domains if d.level == level}
 
 
-def test_block_reads_back_into_the_same_leaves_pairs_and_quads() -> None:
-    ours = positions()
+def _even() -> Positions:
+    """Spine A: leaves a0-a3 of 4 nodes; spine B: b0, an empty slot, b2, b3 (3 to 4 nodes)."""
+    a = tuple(Leaf(f"a{i}", (), nodes(f"gpu-a{i}", 4)) for i in range(4))
+    b = (
+        Leaf("b0", (), nodes("gpu-b0", 4)),
+        Leaf("b1", (), ()),
+        Leaf("b2", (), nodes("gpu-b2", 3)),
+        Leaf("b3", (), nodes("gpu-b3", 4)),
+    )
+    return Positions(Fabric("test", (Spine("A", (), a), Spine("B", (), b))))
+
+
+def test_block_reads_back_into_the_same_leaves() -> None:
+    ours = _even()
     text = slurm.block(build(ours))
     back = Positions(parse_conf(text))
-    for level in ("leaf", "leaf-pair", "leaf-quad"):
-        assert _partition(back, level) == _partition(ours, level), level
+    assert _partition(back, "leaf") == _partition(ours, "leaf")
     assert back.fabric.unplaced == () and back.fabric.problems == ()
     lines = text.splitlines()
-    assert lines[-1] == "BlockSizes=4,8,16"  # the largest leaf domain holds 4 nodes
-    # Spine A has 5 slots (one empty): padded to 8, so spine B's leaves start a new quad.
-    blocks = [line for line in lines if line.startswith("BlockName=")]
-    assert len(blocks) == 10 and sum("Nodes=" not in b for b in blocks) == 4
+    assert lines[-1] == "BlockSizes=3,6,12"  # the smallest block is the base; 7 blocks
+    assert all("Nodes=" in line for line in lines if line.startswith("BlockName="))
+    # Spine A's four leaves are blocks 0-3: Slurm's quad there is ours.
+    assert frozenset(n for i in range(4) for n in nodes(f"gpu-a{i}", 4)) in _partition(
+        back, "leaf-quad"
+    )
 
 
 def test_block_keeps_fabric_order() -> None:
-    text = slurm.block(build(positions()))
+    text = slurm.block(build(_even()))
     firsts = [
         expand_hostlist(line.split("Nodes=")[1])[0]
         for line in text.splitlines()
         if "Nodes=" in line
     ]
-    assert firsts == ["gpu-a0-01", "gpu-a2-01", "gpu-a3-01", "gpu-a4-01", "gpu-b0-01", "gpu-b1-01"]
+    assert firsts == [f"gpu-{leaf}-01" for leaf in ("a0", "a1", "a2", "a3", "b0", "b2", "b3")]
 
 
 def test_tree_reads_back_with_one_switch_per_domain_at_every_level() -> None:
