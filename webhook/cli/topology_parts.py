@@ -34,9 +34,7 @@ def is_objects(path: Path) -> bool:
 
 def source_of(path: Path) -> Source:
     """The source the file's ConfigMaps hold (any namespace; List items unpacked)."""
-    found = [
-        p for doc in documents(path) if doc.get("kind") == "ConfigMap" and (p := part_of(doc))
-    ]
+    found = [p for doc in documents(path) if doc.get("kind") == "ConfigMap" and (p := part_of(doc))]
     source = assemble(found)
     if source is None:
         raise SourceError(

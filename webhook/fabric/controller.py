@@ -1,9 +1,10 @@
 """The fabric in the cluster: inputs from watches, re-derived off the watch threads, published.
 
-Watches (any thread) hand in the topology ConfigMaps (`gpufabric-topology` and the parts labelled
-`gpufabric.io/topology-part`, from two watches; webhook/fabric/parts.py), each node's HCA GUIDs and, with
-`--topology-labels`, the node labels that preset reads. `refresh()` re-derives when something that
-matters changed: a status event that leaves a node's compute GUIDs as they were costs nothing.
+Watches (any thread) hand in the topology ConfigMaps (`gpufabric-topology` and the parts
+labelled `gpufabric.io/topology-part`, from two watches; webhook/fabric/parts.py), each node's HCA
+GUIDs and, with `--topology-labels`, the node labels that preset reads. `refresh()` re-derives when
+something that matters changed: a status event that leaves a node's compute GUIDs as they were
+costs nothing.
 Bad input keeps the last good positions (never wipe the fleet's labels because of one bad edit);
 the GpuFabric condition says what is wrong. No ConfigMap and no preset: no network labels.
 The NVLink domains of the nodes (their statuses' GPUs, else their `nvidia.com/gpu.clique`) are shown
@@ -16,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from common import api, nvlink
@@ -78,7 +79,7 @@ class FabricController:
         items = [] if data is None else [{"metadata": {"name": CONFIGMAP}, "data": data}]
         self.configmaps("named", items)
 
-    def configmaps(self, watch: str, items: list[Mapping[str, Any]]) -> None:
+    def configmaps(self, watch: str, items: Sequence[Mapping[str, Any]]) -> None:
         """What the topology watch `watch` listed."""
         found = [(parts.name_of(o), parts.part_of(o)) for o in items]
         with self._lock:
@@ -266,7 +267,7 @@ class FabricController:
         self._condition = transition(CONDITION, new, self._condition, self._now)
 
     def _uses_guids(self) -> bool:
-        return "ibnetdiscover" in self._parts.keys()
+        return "ibnetdiscover" in self._parts.topology_keys()
 
     def _relevant_keys(self) -> frozenset[str]:
         if self.preset is None or self.preset == "topograph":

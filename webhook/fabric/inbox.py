@@ -48,6 +48,6 @@ class Inbox:
     def parts(self) -> list[Part]:
         return list(self._parts.values())
 
-    def keys(self) -> set[str]:
+    def topology_keys(self) -> set[str]:
         """The topology keys the parts hold (e.g. `ibnetdiscover`, whether or not as `.gz`)."""
-        return {k for p in self._parts.values() for k in p.keys()}
+        return {k for p in self._parts.values() for k in p.topology_keys()}

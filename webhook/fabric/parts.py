@@ -51,7 +51,7 @@ def part_name(index: int) -> str:
 @dataclass(frozen=True)
 class Part:
     name: str  # the ConfigMap's name
-    label: str | None  # its gpufabric.io/topology-part value; None: the unlabelled gpufabric-topology
+    label: str | None  # its gpufabric.io/topology-part; None: gpufabric-topology unlabelled
     entries: tuple[tuple[str, str], ...]  # (entry, value): `<key>` text or `<key>.gz` base64
     count: str | None = None  # gpufabric.io/topology-parts
     sha256: str | None = None  # gpufabric.io/topology-sha256
@@ -67,7 +67,7 @@ class Part:
     def where(self) -> str:
         return f"part {self.index} (ConfigMap {self.name})"
 
-    def keys(self) -> set[str]:
+    def topology_keys(self) -> set[str]:
         return {entry.removesuffix(".gz") for entry, _ in self.entries}
 
 
@@ -134,15 +134,15 @@ def assemble(found: Iterable[Part]) -> Source | None:
     if first is None:
         raise PartError(f"part 0 missing (ConfigMap {CONFIGMAP}, or one labelled {PART_LABEL}=0)")
     count = _count(first) if first.count is not None else max(by_index) + 1
-    ordered = []
+    ordered: list[Part] = []
     for i in range(count):
-        p = by_index.get(i)
-        if p is None:
+        at = by_index.get(i)
+        if at is None:
             of = f" of {count}" if first.count is not None else ""
             raise PartError(
                 f"part {i}{of} missing: no ConfigMap labelled {PART_LABEL}={i} ({part_name(i)})"
             )
-        ordered.append(p)
+        ordered.append(at)
     entry = _entry(first)
     for p in ordered[1:]:
         if _entry(p) != entry:
