@@ -36,7 +36,7 @@ def split(blocks: Iterable[bytes], key: str, budget: int = VALUE_BUDGET) -> Spli
     digest = hashlib.sha256()
     head: list[bytes] = []
     size = 0
-    it = _pieces(blocks)
+    it = _pieces(blocks, min(64 * 1024, max(budget // 8, 64)))
     for block in it:
         digest.update(block)
         head.append(block)
@@ -56,7 +56,7 @@ def split(blocks: Iterable[bytes], key: str, budget: int = VALUE_BUDGET) -> Spli
     return Split(f"{key}.gz", packer.finish(), digest.hexdigest())
 
 
-def _pieces(blocks: Iterable[bytes], most: int = 64 * 1024) -> Iterator[bytes]:
+def _pieces(blocks: Iterable[bytes], most: int) -> Iterator[bytes]:
     """The blocks cut to at most `most` bytes (the packer's fit test assumes small blocks)."""
     for block in blocks:
         for at in range(0, len(block), most):
