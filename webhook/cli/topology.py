@@ -41,7 +41,8 @@ def add_parser(sub: Any) -> None:
         required=True,
         type=Path,
         metavar="FILE",
-        help="ibnetdiscover output, Slurm topology.conf/topology.yaml, nodes.yaml, or Node YAML",
+        help="ibnetdiscover output, Slurm topology.conf/topology.yaml, nodes.yaml, the ConfigMaps "
+        "that hold one (a List as -o configmaps prints it), or Node YAML",
     )
     p.add_argument(
         "--status",
