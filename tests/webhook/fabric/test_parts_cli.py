@@ -73,6 +73,12 @@ def test_a_small_source_is_one_readable_configmap(
     from_cm = run(capsys, "--source", str(single), "--status", str(PSMN_MAP), "-o", "labels")
     raw = run(capsys, "--source", str(PSMN), "--status", str(PSMN_MAP), "-o", "labels")
     assert from_cm == raw and raw[0] == 0 and raw[1]
+    # And cut again from the ConfigMap: the same ConfigMap.
+    assert run(capsys, "--source", str(single), "-o", "configmaps", "--namespace", "fabric") == (
+        0,
+        out,
+        "",
+    )
 
 
 def test_namespace_flag(capsys: pytest.CaptureFixture[str]) -> None:
