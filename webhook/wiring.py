@@ -160,6 +160,7 @@ def add_network(s: Serving) -> None:
     labels with --topology-labels) becomes the labeler's extra labels, applied in the same apply as
     the summary labels. The leader also re-derives and publishes GpuFabric `cluster`."""
     from webhook.fabric.controller import CONFIGMAP, FabricController, run
+    from webhook.fabric.parts import PART_LABEL
     from webhook.kube.client import configmap_list_watch
     from webhook.labeler.kube import KubeFabricApi
 
@@ -187,16 +188,20 @@ def add_network(s: Serving) -> None:
         nodes_listed,
         lambda kind, obj: fabric.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
     )
-    s.watches.append(
-        ListWatch(
-            "topology-configmap",
-            *configmap_list_watch(s.api_client, namespace, CONFIGMAP),
-            on_list=lambda items: fabric.configmap(items[0].get("data") if items else None),
-            on_event=lambda kind, obj: fabric.configmap(
-                None if kind == "DELETED" else obj.get("data") or {}
-            ),
+
+    # The source: ConfigMap gpufabric-topology, and the parts labelled gpufabric.io/topology-part.
+    def topology_watch(watch: str, **selector: str) -> ListWatch:
+        return ListWatch(
+            watch,
+            *configmap_list_watch(s.api_client, namespace, **selector),
+            on_list=lambda items: fabric.configmaps(watch, items),
+            on_event=lambda kind, obj: fabric.configmap_event(watch, kind, obj),
         )
-    )
+
+    s.watches += [
+        topology_watch("topology-configmap", name=CONFIGMAP),
+        topology_watch("topology-parts", label=PART_LABEL),
+    ]
     fabrics = KubeFabricApi(s.api_client)
     label_work = s.elected[LABELER_LEASE]
 

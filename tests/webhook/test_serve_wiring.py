@@ -26,7 +26,13 @@ def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
     add_network(s)  # nothing here may call the API server: serve starts while it is down
     add_placer(s)
     names = sorted(w.name for w in s.watches)
-    assert names == ["gpuclaims", "gpunodestatuses", "nodes", "topology-configmap"]
+    assert names == [
+        "gpuclaims",
+        "gpunodestatuses",
+        "nodes",
+        "topology-configmap",
+        "topology-parts",
+    ]
     assert sorted(s.elected) == ["gpufabric-labeler", "gpufabric-placer"]
     s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
     s.nodes.listed([node("gpu-1"), node("gpu-2")])

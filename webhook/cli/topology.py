@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import yaml
 
 from common import api, logs, nvlink
 from webhook.cli.documents import documents, read_text
+from webhook.cli.topology_parts import read_source, write_configmaps
 from webhook.export import kueue, slurm
 from webhook.export.kinds import KINDS
 from webhook.export.model import Model, build
@@ -39,7 +41,8 @@ def add_parser(sub: Any) -> None:
         required=True,
         type=Path,
         metavar="FILE",
-        help="ibnetdiscover output, Slurm topology.conf/topology.yaml, nodes.yaml, or Node YAML",
+        help="ibnetdiscover output, Slurm topology.conf/topology.yaml, nodes.yaml, the ConfigMaps "
+        "that hold one (a List as -o configmaps prints it), or Node YAML",
     )
     p.add_argument(
         "--status",
@@ -60,9 +63,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "-o",
         "--output",
-        choices=("table", "yaml", "labels", *EXPORTS),
+        choices=("table", "yaml", "labels", "configmaps", *EXPORTS),
         default="table",
-        help="table: the tree; yaml: the GpuFabric status; labels: one line per node; kueue, "
+        help="table: the tree; yaml: the GpuFabric status; labels: one line per node; "
+        "configmaps: the source as ConfigMap parts for the labeler (a List); kueue, "
         "kai, volcano: the scheduler's topology objects; slurm-tree, slurm-block: a Slurm "
         "topology.conf (default: table)",
     )
@@ -72,6 +76,12 @@ def add_parser(sub: Any) -> None:
         default=kueue.VERSIONS[0],
         help="with -o kueue: the Topology's API version; Kueue 0.9-0.13 serve only v1alpha1, "
         "0.14 only v1beta1, 0.15 and later v1beta2 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE),
+        help="-o configmaps: the install namespace (default: $POD_NAMESPACE or "
+        f"{api.DEFAULT_NAMESPACE})",
     )
     logs.add_arguments(p, repeat=True)
 
@@ -136,11 +146,17 @@ def _domains(args: argparse.Namespace) -> dict[str, nvlink.Domain]:
 def fabric_for(args: argparse.Namespace) -> Fabric:
     if args.topology_labels:
         return from_labels(args.topology_labels, _node_labels(args.source))
-    return derive(read_text(args.source), args.source.name, _node_guids(args.status))
+    text, name = read_source(args.source)
+    return derive(text, name, _node_guids(args.status))
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
     try:
+        if args.output == "configmaps":
+            if args.topology_labels:
+                raise SourceError("-o configmaps prints a topology source, not node labels")
+            write_configmaps(args.source, args.namespace, sys.stdout)
+            return 0
         fabric = fabric_for(args)
     except SourceError as err:
         print(f"gpufabric-webhook: {args.source}: {err}", file=sys.stderr)

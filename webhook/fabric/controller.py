@@ -1,8 +1,10 @@
 """The fabric in the cluster: inputs from watches, re-derived off the watch threads, published.
 
-Watches (any thread) hand in the `gpufabric-topology` ConfigMap, each node's HCA GUIDs and, with
-`--topology-labels`, the node labels that preset reads. `refresh()` re-derives when something that
-matters changed: a status event that leaves a node's compute GUIDs as they were costs nothing.
+Watches (any thread) hand in the topology ConfigMaps (`gpufabric-topology` and the parts
+labelled `gpufabric.io/topology-part`, from two watches; webhook/fabric/parts.py), each node's HCA
+GUIDs and, with `--topology-labels`, the node labels that preset reads. `refresh()` re-derives when
+something that matters changed: a status event that leaves a node's compute GUIDs as they were
+costs nothing.
 Bad input keeps the last good positions (never wipe the fleet's labels because of one bad edit);
 the GpuFabric condition says what is wrong. No ConfigMap and no preset: no network labels.
 The NVLink domains of the nodes (their statuses' GPUs, else their `nvidia.com/gpu.clique`) are shown
@@ -15,20 +17,21 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from common import api, nvlink
-from webhook.fabric import join, render
+from webhook.fabric import join, parts, render
+from webhook.fabric.inbox import Inbox
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels, levels_for
 from webhook.fabric.nvdomains import nvlink_view
-from webhook.fabric.source import configmap_source, derive
+from webhook.fabric.source import derive
 
 log = logging.getLogger(__name__)
 
-CONFIGMAP = "gpufabric-topology"
+CONFIGMAP = parts.CONFIGMAP
 KIND = "GpuFabric"
 PLURAL = "gpufabrics"
 OBJECT_NAME = "cluster"
@@ -54,8 +57,7 @@ class FabricController:
         self.preset = topology_labels
         self._now = now
         self._lock = threading.Lock()
-        self._source: tuple[str, str] | None = None
-        self._source_error = ""
+        self._parts = Inbox()  # the topology ConfigMaps, kept as the API gives them (compressed)
         self._guids: dict[str, frozenset[int]] = {}
         self._node_labels: dict[str, dict[str, str]] = {}
         self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
@@ -73,14 +75,23 @@ class FabricController:
 
     # -- inputs (any thread) ---------------------------------------------------------------
     def configmap(self, data: Mapping[str, str] | None) -> None:
-        """The ConfigMap's data (None: it does not exist)."""
-        try:
-            source, error = configmap_source(data or {}), ""
-        except SourceError as err:
-            source, error = None, str(err)
+        """ConfigMap gpufabric-topology's data alone (None: it does not exist)."""
+        items = [] if data is None else [{"metadata": {"name": CONFIGMAP}, "data": data}]
+        self.configmaps("named", items)
+
+    def configmaps(self, watch: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """What the topology watch `watch` listed."""
+        found = [(parts.name_of(o), parts.part_of(o)) for o in items]
         with self._lock:
-            if (source, error) != (self._source, self._source_error):
-                self._source, self._source_error, self._dirty = source, error, True
+            if self._parts.listed(watch, found):
+                self._dirty = True
+
+    def configmap_event(self, watch: str, kind: str, obj: Mapping[str, Any]) -> None:
+        """One event of the topology watch `watch`."""
+        part = None if kind == "DELETED" else parts.part_of(obj)
+        with self._lock:
+            if self._parts.event(watch, parts.name_of(obj), part):
+                self._dirty = True
 
     def status(self, name: str, status: Mapping[str, Any] | None) -> None:
         """A GpuNodeStatus (None: deleted). Only its compute-fabric GUIDs matter here."""
@@ -150,10 +161,12 @@ class FabricController:
                 return False, self.body()
             again, self._dirty, self._nvlink_dirty = self._dirty, False, False
             self._republish = False
-            source, error = self._source, self._source_error
+            found = self._parts.parts()
             guids, node_labels = dict(self._guids), dict(self._node_labels)
             domains = self._domains()
-        fabric, error = self._derive(source, error, guids, node_labels) if again else (None, "")
+        fabric, error, configured = (
+            self._derive(found, guids, node_labels) if again else (None, "", False)
+        )
         with self._lock:
             old = self._positions
             if fabric is not None:
@@ -163,7 +176,7 @@ class FabricController:
                 self._status = render.status(self._good, self._positions, view)
             changed = dict(old.placed) != dict(self._positions.placed)
             if again:
-                self._set_condition(error, source is not None or self.preset is not None)
+                self._set_condition(error, configured or self.preset is not None)
             body = self.body()
         if error:
             log.warning("topology source rejected; labels kept", extra={"error": error})
@@ -217,23 +230,28 @@ class FabricController:
     # -- helpers ---------------------------------------------------------------------------
     def _derive(
         self,
-        source: tuple[str, str] | None,
-        error: str,
+        found: list[parts.Part],
         guids: dict[str, frozenset[int]],
         node_labels: dict[str, dict[str, str]],
-    ) -> tuple[Fabric | None, str]:
-        if error:
-            return None, f"ConfigMap {CONFIGMAP}: {error}"
+    ) -> tuple[Fabric | None, str, bool]:
+        """(the fabric or None, why not, whether a ConfigMap source is there). The source's text
+        lives only while it is parsed: between derivations only the parts are kept (compressed,
+        as the API gives them)."""
+        try:
+            source = parts.assemble(found)
+        except parts.PartError as err:
+            return None, str(err), True
         try:
             if source is not None:
-                key, text = source
-                return derive(text, key, guids), ""
+                return derive(parts.text(source), source.key, guids), "", True
             if self.preset is not None:
-                return from_labels(self.preset, node_labels), ""
+                return from_labels(self.preset, node_labels), "", False
+        except parts.PartError as err:
+            return None, str(err), True
         except SourceError as err:
-            where = f"ConfigMap {CONFIGMAP} key {source[0]}" if source else "--topology-labels"
-            return None, f"{where}: {err}"
-        return Fabric("none"), ""
+            where = source.where if source is not None else "--topology-labels"
+            return None, f"{where}: {err}", source is not None
+        return Fabric("none"), "", False
 
     def _set_condition(self, error: str, configured: bool) -> None:
         if error:
@@ -249,7 +267,7 @@ class FabricController:
         self._condition = transition(CONDITION, new, self._condition, self._now)
 
     def _uses_guids(self) -> bool:
-        return self._source is not None and self._source[0] == "ibnetdiscover"
+        return "ibnetdiscover" in self._parts.topology_keys()
 
     def _relevant_keys(self) -> frozenset[str]:
         if self.preset is None or self.preset == "topograph":

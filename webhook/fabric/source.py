@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import yaml
 
 from common import yamlload
@@ -47,13 +45,3 @@ def derive(text: str, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
     if fmt == "topology.yaml":
         return slurm.parse_yaml(text)
     return static.parse(text)
-
-
-def configmap_source(data: Mapping[str, str]) -> tuple[str, str] | None:
-    """(key, text) of the ConfigMap's topology entry; None when it has none."""
-    present = [k for k in KEYS if data.get(k, "").strip()]
-    if len(present) > 1:
-        raise SourceError(
-            f"ConfigMap has more than one topology key ({', '.join(present)}); keep one"
-        )
-    return (present[0], data[present[0]]) if present else None

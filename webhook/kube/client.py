@@ -1,4 +1,4 @@
-"""The webhook's Kubernetes access: watch sources (custom objects, Node metadata, one ConfigMap)
+"""The webhook's Kubernetes access: watch sources (custom objects, Node metadata, ConfigMaps)
 and ConfigMap reads. Label and GpuFabric writes live in webhook/labeler/kube.py, Leases in
 webhook/leader/kube.py; everything above these backends sees plain dicts.
 """
@@ -24,6 +24,7 @@ _WATCH_SECONDS = 240
 _WATCH_READ_TIMEOUT = (5, _WATCH_SECONDS + 30)
 # Metadata only (PartialObjectMetadata): labels and managedFields, not a Node's images and status.
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_CONFIGMAP_PAGE = 8  # ConfigMaps per list page (each up to 1 MiB)
 _META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
@@ -130,22 +131,37 @@ def read_configmap(api_client: client.ApiClient, namespace: str, name: str) -> O
 
 
 def configmap_list_watch(
-    api_client: client.ApiClient, namespace: str, name: str
+    api_client: client.ApiClient, namespace: str, *, name: str = "", label: str = ""
 ) -> tuple[Lister, Watcher]:
-    """List/watch one ConfigMap by name (RBAC can then be limited to that name)."""
+    """List/watch the ConfigMaps of `namespace` named `name` (RBAC can then be limited to that
+    name) or carrying label `label`. Plain dicts as the API sends them (binaryData stays base64),
+    in pages: a topology source's parts are up to 1 MiB each."""
     core = client.CoreV1Api(api_client)
-    selector = f"metadata.name={name}"
+    selectors: dict[str, Any] = {"field_selector": f"metadata.name={name}"} if name else {}
+    if label:
+        selectors["label_selector"] = label
 
     def lister() -> tuple[list[Obj], str]:
-        data: Any = core.list_namespaced_config_map(
-            namespace, field_selector=selector, _request_timeout=_TIMEOUT
-        )
-        items = [api_client.sanitize_for_serialization(i) for i in data.items]
-        return items, str(data.metadata.resource_version or "")
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            response: Any = core.list_namespaced_config_map(
+                namespace,
+                limit=_CONFIGMAP_PAGE,
+                _continue=token,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+                **selectors,
+            )
+            data: Any = json.loads(response.data)
+            items += data.get("items") or []
+            token = (data.get("metadata") or {}).get("continue")
+            if not token:
+                return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
 
     def watcher(version: str) -> Iterable[Obj]:
         return watch_events(
-            core.list_namespaced_config_map, namespace, field_selector=selector, version=version
+            core.list_namespaced_config_map, namespace, version=version, **selectors
         )
 
     return lister, watcher
