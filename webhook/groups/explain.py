@@ -19,7 +19,7 @@ from webhook.groups.choose import (
     decide,
 )
 from webhook.groups.names import NVLINK_LEVEL
-from webhook.groups.seating import Seat, seat_new
+from webhook.groups.seating import rank_runs, seat_new
 from webhook.groups.selector import selector_of
 
 
@@ -61,15 +61,3 @@ def group_section(
     else:
         lines.append(f"  decision: wait: {decision.message}")
     return lines
-
-
-def rank_runs(seats: tuple[Seat, ...]) -> str:
-    """'leaf leaf-2: 0-3; leaf leaf-3: 4-7': each lowest domain with its consecutive ranks."""
-    runs: list[tuple[str, int, int]] = []
-    for s in sorted(seats, key=lambda s: s.rank):
-        where = f"{s.hold[0]} {s.hold[1]}" if s.hold else "no domain"
-        if runs and runs[-1][0] == where and runs[-1][2] == s.rank - 1:
-            runs[-1] = (where, runs[-1][1], s.rank)
-        else:
-            runs.append((where, s.rank, s.rank))
-    return "; ".join(f"{w}: {a}" if a == b else f"{w}: {a}-{b}" for w, a, b in runs)
