@@ -79,9 +79,11 @@ def fewest_count(holds: Sequence[int], need: int) -> int | None:
     return None if need > 0 else 0
 
 
-def choose_lows(domains: Sequence[Low], need: int) -> tuple[Low, ...] | None:
+def choose_lows(
+    domains: Sequence[Low], need: int, budget: int = _EXACT_BUDGET
+) -> tuple[Low, ...] | None:
     """The fewest domains that reach `need`, the tightest such set; None when all together fall
-    short. Exact (a small DP over count and capped capacity) while that is cheap, else greedy."""
+    short. Exact (a DP over count and capped capacity) within `budget` steps, else greedy."""
     useful = [d for d in domains if d.holds > 0]
     k = fewest_count([d.holds for d in useful], need)
     if k is None:
@@ -89,7 +91,7 @@ def choose_lows(domains: Sequence[Low], need: int) -> tuple[Low, ...] | None:
     if k <= 1:
         fits = [d for d in useful if d.holds >= need]
         return (min(fits, key=lambda d: (d.free, d.whole)),) if fits and k else ()
-    if len(useful) * k * (need + 1) <= _EXACT_BUDGET:
+    if len(useful) * k * (need + 1) <= budget:
         return _exact(useful, need, k)
     return _greedy(useful, need, k)
 
@@ -133,6 +135,26 @@ def _greedy(domains: Sequence[Low], need: int, k: int) -> tuple[Low, ...]:
     return tuple(chosen)
 
 
+def _need(members: Sequence[Member]) -> int:
+    """What the lowest domains' `holds` must add up to: pods of one shape, else GPUs."""
+    gpu_members = [m for m in members if m.gpus > 0]
+    if len({(m.selector.signature, m.gpus) for m in gpu_members}) == 1:
+        return len(gpu_members)
+    return sum(m.gpus for m in gpu_members)
+
+
+def fewest_possible(
+    view: CapacityView,
+    level: Level,
+    domain: str,
+    members: Sequence[Member],
+    free: Callable[[str], int],
+) -> int | None:
+    """The fewest lowest domains of (level, domain) that could hold the members now."""
+    holds = [d.holds for d in lows(view, view.domain_nodes(level, domain), members, free)]
+    return fewest_count(holds, _need(members))
+
+
 def fewest(
     view: CapacityView,
     level: Level,
@@ -145,10 +167,7 @@ def fewest(
     domains = lows(view, view.domain_nodes(level, domain), members, free)
     if len(domains) <= 1:
         return None  # one lowest domain: nothing to choose
-    gpu_members = [m for m in members if m.gpus > 0]
-    one_shape = len({(m.selector.signature, m.gpus) for m in gpu_members}) == 1
-    need = len(gpu_members) if one_shape else sum(m.gpus for m in gpu_members)
-    chosen = choose_lows(domains, need)
+    chosen = choose_lows(domains, _need(members))
     if chosen is None:
         return None
     rest = sorted((d for d in domains if d not in chosen), key=lambda d: (d.free, d.whole))

@@ -4,6 +4,7 @@ workload's convention puts its coordinator; the Event names each lowest domain w
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from tests.nvl72 import domain, racks_under_leaves, tray_name
@@ -15,6 +16,7 @@ from webhook.groups.indexes import (
     KUBEFLOW_REPLICA_INDEX,
     KUBEFLOW_REPLICA_TYPE,
 )
+from webhook.groups.inside import Low, choose_lows
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 RANK = "gpufabric.io/rank"
@@ -191,3 +193,33 @@ def test_the_event_names_the_level_when_a_pair_is_named_after_its_first_leaf() -
     words = {m.split(";")[0] for _, reason, m in api.events if reason == "GroupPlaced"}
     assert "group g placed in leaf-pair=leaf-0, rank 0 in leaf leaf-0" in words
     assert "group g placed in leaf-pair=leaf-0, rank 4 in leaf leaf-1" in words
+
+
+def lows(*holds: int, whole: tuple[int, ...] = ()) -> list[Low]:
+    """Lowest domains leaf-0.. that take `holds` 8-GPU pods, the ones in `whole` wholly free."""
+    return [Low(("leaf", f"leaf-{i}"), (), h, 8 * h, i in whole) for i, h in enumerate(holds)]
+
+
+def names(chosen: tuple[Low, ...] | None) -> set[str]:
+    return {d.name[1] for d in chosen or ()}
+
+
+def test_choose_lows_fewest_then_tightest_then_fewest_whole_domains_broken() -> None:
+    assert names(choose_lows(lows(4, 3, 3, 2, whole=(0,)), 6)) == {"leaf-1", "leaf-2"}
+    assert names(choose_lows(lows(4, 3, 1, 2, whole=(0,)), 3)) == {"leaf-1"}  # one fits: tightest
+    assert names(choose_lows(lows(3, 2, 3, 1), 7)) == {"leaf-0", "leaf-2", "leaf-3"}
+    assert choose_lows(lows(1, 1), 3) is None
+
+
+def test_the_greedy_for_large_choices_still_uses_the_fewest_domains() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        domains = lows(*(rng.randint(0, 6) for _ in range(rng.randint(2, 12))))
+        need = rng.randint(1, sum(d.holds for d in domains) or 1)
+        exact = choose_lows(domains, need)
+        greedy = choose_lows(domains, need, budget=0)
+        if exact is None:
+            assert greedy is None
+            continue
+        assert greedy is not None and len(greedy) == len(exact)
+        assert sum(d.holds for d in greedy) >= need
