@@ -105,16 +105,19 @@ def seat_new(
 ) -> tuple[Seat, ...]:
     """Every member of a newly placed group in its seat, ranks 0..size-1 in fabric order on the
     fewest lowest domains; `unranked` members (an MPI launcher without GPUs) get no rank."""
-    return _seated(view, compact(view, placed.assignments, members), members, fixed, unranked)
+    return seat_assignments(
+        view, compact(view, placed.assignments, members), members, fixed, unranked
+    )
 
 
-def _seated(
+def seat_assignments(
     view: CapacityView,
     assignments: Sequence[Assignment],
     members: Sequence[Member],
     fixed: Mapping[str, int],
     unranked: frozenset[str],
 ) -> tuple[Seat, ...]:
+    """Seats on the nodes the assignments give, as they are (no compacting)."""
     shapes = {m.key: _shape(m) for m in members}
     ranked = [a for a in assignments if a.member not in unranked]
     slots = [Slot(a.member, shapes[a.member], a.node) for a in ranked]
@@ -202,7 +205,7 @@ def seat_replacements(
     unranked = frozenset(m.key for m in rest if m.key not in ranks)
     moved = [
         replace(s, rank=None if s.rank is None else ranks[s.member])
-        for s in _seated(view, assignments, rest, by_rank, unranked)
+        for s in seat_assignments(view, assignments, rest, by_rank, unranked)
     ]
     where = {
         **held,
