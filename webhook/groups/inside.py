@@ -43,8 +43,10 @@ def lows(
     gpu_members = [m for m in members if m.gpus > 0]
     shapes = {(m.selector.signature, m.gpus) for m in gpu_members}
     ok = {m.selector.signature: view.eligible(m.selector) for m in gpu_members}
+    any_ok = frozenset[str]().union(*ok.values())
     smallest = min((m.gpus for m in gpu_members), default=1)
-    per = next(iter(shapes))[1] if len(shapes) == 1 else 0
+    # one shape: whole pods per domain (exact); mixed: usable GPUs (a bound, checked by pack)
+    signature, per = next(iter(shapes)) if len(shapes) == 1 else ("", 0)
     at: dict[Lowest, list[str]] = {}
     whole: dict[Lowest, bool] = {}
     for n in nodes:
@@ -56,11 +58,9 @@ def lows(
         whole[low] = whole.get(low, True) and info is not None and info.usable and f == info.gpus
         if f > 0:
             at.setdefault(low, []).append(n)
-    any_ok = frozenset().union(*ok.values())
     out = []
     for low, ns in at.items():
         if per:
-            (signature,) = {m.selector.signature for m in gpu_members}
             holds = sum(free(n) // per for n in ns if n in ok[signature])
         else:
             holds = sum(f for n in ns if n in any_ok and (f := free(n)) >= smallest)

@@ -174,6 +174,12 @@ def seat_replacements(
     rest: list[Member] = []
     tried: dict[str, tuple[Lowest, ...]] = {}
     for m in sorted(req.members, key=lambda m: (m.key not in ranks, ranks.get(m.key, 0))):
+        if m.key not in ranks and not m.gpus:  # no rank, no GPU: any node of the domain it admits
+            ok = view.eligible(m.selector)
+            node = next((n for n in view.domain_nodes(*req.within) if n in ok), "")
+            if node:
+                seats.append(Seat(m.key, None, *req.within, node, None))
+                continue
         tried[m.key] = homes(ranks[m.key], held) if m.key in ranks else ()
         for home in tried[m.key]:
             nodes = [n for n in view.domain_nodes(*home) if n in within_nodes]

@@ -10,7 +10,7 @@ from typing import Any
 from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fabric import gpu_pod, node
 from tests.webhook.groups.fake_api import FakeApi, setup
-from tests.webhook.groups.test_placer import arrive
+from tests.webhook.groups.test_placer import arrive, feed_back
 from webhook.groups.indexes import (
     KUBEFLOW_JOB_ROLE,
     KUBEFLOW_REPLICA_INDEX,
@@ -223,3 +223,29 @@ def test_the_greedy_for_large_choices_still_uses_the_fewest_domains() -> None:
             continue
         assert greedy is not None and len(greedy) == len(exact)
         assert sum(d.holds for d in greedy) >= need
+
+
+def test_a_recreated_launcher_without_gpus_is_placed_again_without_a_rank() -> None:
+    api, placer = setup([node(i) for i in range(16)])
+    arrive(api, placer, mpi("mpi-launcher", "launcher", None, 0, 9))
+    for i in range(8):
+        arrive(api, placer, mpi(f"mpi-worker-{i}", "worker", i, 8, 9))
+    feed_back(api, placer)
+    gone = api.pods.pop(("team-a", "mpi-launcher"))
+    placer.pod_event("DELETED", gone)
+    placer.reconcile()
+    again = mpi("mpi-launcher-2", "launcher", None, 0, 9)
+    arrive(api, placer, again)
+    pod = api.get("mpi-launcher-2")
+    assert pod["spec"]["schedulingGates"] == []
+    assert RANK not in pod["metadata"]["annotations"]
+    assert pod["metadata"]["annotations"]["gpufabric.io/placement"] == "leaf-pair=pair-0"
+    assert not [r for _, r, _ in api.events if r == "GroupInvalid"]
+
+
+def test_a_group_of_pods_without_gpus_is_placed() -> None:
+    # every member the same shape with 0 GPUs: counting whole-pod slots would divide by zero
+    api, placer = setup([node(i) for i in range(8)])
+    for i in range(3):
+        arrive(api, placer, gpu_pod(f"cpu-{i}", 0, group="cpu", size=3, gated=True))
+    assert sorted(placed(api, "gpufabric.io/leaf")) == ["cpu-0", "cpu-1", "cpu-2"]
