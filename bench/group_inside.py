@@ -25,13 +25,14 @@ def cmd_inside(args: argparse.Namespace) -> None:
         f"{args.jobs} jobs, seed {args.seed}, locality {args.locality}; multi-node jobs after "
         "warm-up; lowest domain: NVLink domain on nvl72, else leaf; at fewest: share of jobs "
         "using no more lowest domains than the fewest that could hold them in their domain at "
-        "placement; whole free leaves: mean over all placements after warm-up"
+        "placement; whole free leaves (lowest domains): mean over all placements after warm-up"
     )
     print(
         "| fabric | node names | load | placer | lowest domains / job | fewest / job "
-        "| at fewest | ring crossings / job | minimal rings | whole free leaves | sim s |"
+        "| at fewest | ring crossings / job | minimal rings | whole free leaves "
+        "| whole free lowest domains | sim s |"
     )
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     names = {"before": "before (#25)", "ranked": "after"}
     for fab in fabrics:
         shape = FABRICS[fab]
@@ -53,6 +54,7 @@ def cmd_inside(args: argparse.Namespace) -> None:
                         f"| {statistics.fmean(st.lows_fewest):.2f} | {100 * at:.1f} % "
                         f"| {statistics.fmean(r.crossings for r in st.rings):.2f} "
                         f"| {100 * minimal:.1f} % | {statistics.fmean(st.whole_leaves):.1f} "
+                        f"| {statistics.fmean(st.whole_lows):.1f} "
                         f"| {took:.0f} |",
                         flush=True,
                     )

@@ -186,6 +186,7 @@ class Stats:
     lows_used: list[int] = field(default_factory=list)  # multi-node jobs: lowest domains used
     lows_fewest: list[int] = field(default_factory=list)  # ... and the fewest that could hold it
     whole_leaves: list[int] = field(default_factory=list)  # wholly free leaves after a placement
+    whole_lows: list[int] = field(default_factory=list)  # ... NVLink domains on nvl72, else leaves
 
 
 def simulate(
@@ -215,6 +216,7 @@ def simulate(
     busy, last = 0, 0.0
     fewest_of: dict[int, int] = {}  # job -> the fewest lowest domains that could hold it
     leaf_nodes = view.index()["leaf"]
+    low_nodes = view.index()[shape.ring_level]  # type: ignore[index]
 
     def place(job: Job) -> list[str] | None:
         if policy == "stock":
@@ -281,9 +283,8 @@ def simulate(
                 if job.id in fewest_of:
                     stats.lows_used.append(len({view.lowest(n) for n in nodes}))
                     stats.lows_fewest.append(fewest_of[job.id])
-            stats.whole_leaves.append(
-                sum(all(view.free(n) == shape.gpus for n in ns) for _, ns in leaf_nodes)
-            )
+            for whole, domains in ((stats.whole_leaves, leaf_nodes), (stats.whole_lows, low_nodes)):
+                whole.append(sum(all(view.free(n) == shape.gpus for n in ns) for _, ns in domains))
 
     by_id = {j.id: j for j in jobs}
     while events:
