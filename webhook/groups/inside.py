@@ -19,7 +19,7 @@ from webhook.groups.choose import Member, pack
 from webhook.groups.names import LEVELS, Level
 from webhook.groups.ranks import Lowest
 
-_EXACT_BUDGET = 3_000  # DP steps (domains x count x need, ~0.5 us each) before the greedy
+_EXACT_BUDGET = 10_000  # DP steps (domains x count x need, ~0.15 us each) before the greedy
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity: two domains never compare equal
