@@ -140,20 +140,29 @@ class Indexed:
 
 
 def resolve(
-    size: int, members: Sequence[tuple[str, Ident]], gpus: Mapping[str, int] | None = None
+    size: int,
+    members: Sequence[tuple[str, Ident]],
+    gpus: Mapping[str, int] | None = None,
+    recorded: Mapping[str, int] | None = None,
 ) -> Indexed:
     """Ranks from the members' indexes and roles, or why they cannot be: a bad value, an index
     not below the size, two members with the same index or two coordinators, JobSet jobs that
-    do not divide the size. `gpus`: member -> GPUs (a launcher without any takes no rank)."""
+    do not divide the size. `gpus`: member -> GPUs (a launcher without any takes no rank);
+    `recorded`: the ranks placed members hold (a lost coordinator's workers still follow it)."""
     problems: list[str] = []
     ranks: dict[str, int] = {}
     unranked = frozenset(k for k, i in members if i.role == LAUNCHER and not (gpus or {}).get(k))
     leads = sorted(k for k, i in members if i.role and k not in unranked)
+    behind = any(  # a worker placed after a coordinator that is gone now
+        i.source == KUBEFLOW_REPLICA_INDEX and i.index is not None and held == i.index + 1
+        for k, i in members
+        if (held := (recorded or {}).get(k)) is not None
+    )
     if len(leads) > 1:
         problems.append(
             f"more than one coordinator (Kubeflow master or launcher): {', '.join(leads)}"
         )
-    limit = size - len(unranked)
+    limit = size - len(unranked)  # ranks 0..limit-1
     bound = f"the group size {size}" if not unranked else f"the {limit} ranks (group size {size}"
     bound += f" less {len(unranked)} launcher without GPUs)" if unranked else ""
     jobset = [(k, i) for k, i in members if i.job is not None]
@@ -192,7 +201,9 @@ def resolve(
                 )
                 continue
             rank, source = ident.job * per_job + inner, "JobSet job index x pods per job + index"
-        elif ident.index is not None and ident.source == KUBEFLOW_REPLICA_INDEX and leads:
+        elif (
+            ident.index is not None and ident.source == KUBEFLOW_REPLICA_INDEX and (leads or behind)
+        ):
             rank, source = ident.index + 1, f"{ident.source} + 1, after the coordinator"
         elif ident.index is not None:
             rank, source = ident.index, ident.source

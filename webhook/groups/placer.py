@@ -240,7 +240,10 @@ class Placer:
             self._wait(key, gated, text, "GroupIncomplete")
             return
         indexed = resolve(
-            spec.size, [(_key(r), r.ident) for r in recs], {_key(r): r.gpus for r in recs}
+            spec.size,
+            [(_key(r), r.ident) for r in recs],
+            {_key(r): r.gpus for r in recs},
+            {_key(r): r.rank for r in recs if r.rank is not None},
         )
         problems = problems or list(indexed.problems)
         if len(recs) > spec.size and not problems:

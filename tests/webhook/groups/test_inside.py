@@ -249,3 +249,18 @@ def test_a_group_of_pods_without_gpus_is_placed() -> None:
     for i in range(3):
         arrive(api, placer, gpu_pod(f"cpu-{i}", 0, group="cpu", size=3, gated=True))
     assert sorted(placed(api, "gpufabric.io/leaf")) == ["cpu-0", "cpu-1", "cpu-2"]
+
+
+def test_a_recreated_worker_keeps_rank_index_plus_1_while_its_master_is_gone_too() -> None:
+    api, placer = setup([node(i) for i in range(16)])
+    for pod in [kubeflow("job-master-0", "master", 0)] + [
+        kubeflow(f"job-worker-{i}", "worker", i) for i in range(7)
+    ]:
+        arrive(api, placer, pod)
+    feed_back(api, placer)
+    for name in ("job-master-0", "job-worker-2"):  # both lost; the worker comes back first
+        placer.pod_event("DELETED", api.pods.pop(("team-a", name)))
+    placer.reconcile()
+    arrive(api, placer, kubeflow("job-worker-2", "worker", 2, uid="uid-again"))
+    assert api.get("job-worker-2")["metadata"]["annotations"][RANK] == "3"
+    assert not [r for _, r, _ in api.events if r == "GroupInvalid"]
