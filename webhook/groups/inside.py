@@ -11,7 +11,7 @@ group), then fabric order. Pure over a CapacityView; reads the nodes of the give
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from webhook.groups.capacity import CapacityView
@@ -175,8 +175,3 @@ def fewest(
         if got is not None or not rest:
             return got
         picked.append(rest.pop(0))
-
-
-def used(view: CapacityView, nodes: Mapping[str, str]) -> tuple[Lowest, ...]:
-    """The distinct lowest domains of the nodes, in the order first seen."""
-    return tuple(dict.fromkeys(low for n in nodes.values() if (low := view.lowest(n))))
