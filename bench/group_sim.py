@@ -4,6 +4,8 @@ decision speed at scale.
 
     .venv/bin/python bench/group_sim.py sim  [--jobs 3000] [--seed 1] [--fabric tree|rail|nvl72|all]
     .venv/bin/python bench/group_sim.py perf [--decisions 1000]
+    .venv/bin/python bench/group_sim.py inside [--jobs 3000] [--loads 0.85,0.95]
+        [--names fabric,shuffled] [--fabric tree|rail|nvl72|all]
 
 `sim`: 1,024 nodes x 8 GPUs. Fabrics: "tree" (leaves of 4 nodes, pairs of 8, quads of 16, spines
 of 128) and "rail" (rail-optimized: a leaf domain is a 32-node scalable unit; pairs of 64, quads
@@ -64,8 +66,9 @@ from rings import Ring, ring  # noqa: E402  (bench/, beside this script)
 
 from webhook.groups.capacity import CapacityView  # noqa: E402
 from webhook.groups.choose import Member, Placed, Request, decide  # noqa: E402
+from webhook.groups.inside import fewest_possible  # noqa: E402
 from webhook.groups.names import level_key  # noqa: E402
-from webhook.groups.seating import seat_new  # noqa: E402
+from webhook.groups.seating import seat_assignments, seat_new  # noqa: E402
 from webhook.groups.selector import selector_of  # noqa: E402
 
 TRACE = ROOT.parent / "shared" / "reference" / "traces" / "microsoft-itp-2021.csv.gz"
@@ -103,13 +106,19 @@ POLICIES = ("stock", "first", "tightest", "ranked")
 ANY = selector_of({})
 
 
-def node_objs(n: int, sizes: dict[str, int], gpus: int = GPUS) -> list[dict[str, Any]]:
+def node_objs(
+    n: int, sizes: dict[str, int], gpus: int = GPUS, shuffle: bool = False
+) -> list[dict[str, Any]]:
+    """`shuffle`: node names that do not follow the leaves (as on the cluster of issue 25)."""
+    names = list(range(n))
+    if shuffle:
+        random.Random(n).shuffle(names)
     out = []
     for i in range(n):
         labels = {level_key(lv): f"{lv}-{i // s}" for lv, s in sizes.items()}
         out.append(
             {
-                "metadata": {"name": f"n{i:05d}", "labels": labels},
+                "metadata": {"name": f"n{names[i]:05d}", "labels": labels},
                 "spec": {},
                 "status": {
                     "allocatable": {"nvidia.com/gpu": str(gpus)},
@@ -174,13 +183,22 @@ class Stats:
     frag_area: float = 0.0
     frag_max: float = 0.0
     span: float = 0.0
+    lows_used: list[int] = field(default_factory=list)  # multi-node jobs: lowest domains used
+    lows_fewest: list[int] = field(default_factory=list)  # ... and the fewest that could hold it
+    whole_leaves: list[int] = field(default_factory=list)  # wholly free leaves after a placement
+    whole_lows: list[int] = field(default_factory=list)  # ... NVLink domains on nvl72, else leaves
 
 
 def simulate(
-    policy: str, jobs: list[Job], shape: Shape, seed: int, locality: str = "preferred"
+    policy: str,
+    jobs: list[Job],
+    shape: Shape,
+    seed: int,
+    locality: str = "preferred",
+    shuffle: bool = False,
 ) -> Stats:
     view = CapacityView()
-    view.replace_nodes(node_objs(shape.nodes, shape.sizes, shape.gpus))
+    view.replace_nodes(node_objs(shape.nodes, shape.sizes, shape.gpus, shuffle))
     names = sorted(view.nodes)
     gpus = shape.gpus
     leaf_of = {n: view.nodes[n].labels[level_key("leaf")] for n in names}
@@ -196,6 +214,9 @@ def simulate(
     waiting: list[Job] = []
     running: dict[int, list[str]] = {}
     busy, last = 0, 0.0
+    fewest_of: dict[int, int] = {}  # job -> the fewest lowest domains that could hold it
+    leaf_nodes = view.index()["leaf"]
+    low_nodes = view.index()[shape.ring_level]  # type: ignore[index]
 
     def place(job: Job) -> list[str] | None:
         if policy == "stock":
@@ -211,14 +232,27 @@ def simulate(
             return chosen  # rank i is pod i
         # keys as a Job names its pods (<job>-<index>-<suffix>): name order is not index order
         members = tuple(Member(f"j{job.id}-{i}-x", gpus, ANY) for i in range(job.nodes))
-        how = "tightest" if policy == "ranked" else policy
+        how = "tightest" if policy in ("ranked", "before") else policy
         d = decide(view, Request(f"j{job.id}", members, locality), how)  # type: ignore[arg-type]
         if not isinstance(d, Placed):
             return None
+        if d.level is not None:
+            fewest_of[job.id] = sum(
+                fewest_possible(
+                    view, d.level, dom, [m for m in members if m.key in keys], view.free
+                )
+                or 0
+                for dom in d.domains
+                if (keys := {a.member for a in d.assignments if a.domain == dom})
+            )
+        if policy == "before":  # issue 25's "before": ranks in fabric order on decide's nodes
+            seats = seat_assignments(view, d.assignments, members, {}, frozenset())
+            return [s.node for s in sorted(seats, key=lambda s: s.rank or 0)]
         if policy != "ranked":  # rank i is member i (its index), wherever pack put it
             node_of = {a.member: a.node for a in d.assignments}
             return [node_of[m.key] for m in members]
-        return [s.node for s in sorted(seat_new(view, d, members, {}), key=lambda s: s.rank)]
+        seats = seat_new(view, d, members, {})
+        return [s.node for s in sorted(seats, key=lambda s: s.rank or 0)]
 
     def account(now: float) -> None:
         nonlocal last
@@ -246,6 +280,11 @@ def simulate(
                 stats.rings.append(ring(nodes, ring_of))
                 if NVLINK in shape.sizes and job.nodes <= shape.sizes[NVLINK]:
                     stats.nvl_small.append(len({nvl_of[n] for n in nodes}) == 1)
+                if job.id in fewest_of:
+                    stats.lows_used.append(len({view.lowest(n) for n in nodes}))
+                    stats.lows_fewest.append(fewest_of[job.id])
+            for whole, domains in ((stats.whole_leaves, leaf_nodes), (stats.whole_lows, low_nodes)):
+                whole.append(sum(all(view.free(n) == shape.gpus for n in ns) for _, ns in domains))
 
     by_id = {j.id: j for j in jobs}
     while events:
@@ -329,12 +368,25 @@ def main() -> None:
     s.add_argument("--fabric", choices=(*FABRICS, "all"), default="all")
     s.add_argument("--locality", choices=("preferred", "required"), default="preferred")
     s.add_argument("--load", type=float, default=0.85, help="offered load (share of all GPUs)")
+    i = sub.add_parser("inside", help="issue 25: fewest lowest domains, before and after")
+    i.add_argument("--jobs", type=int, default=3000)
+    i.add_argument("--seed", type=int, default=1)
+    i.add_argument("--fabric", choices=(*FABRICS, "all"), default="all")
+    i.add_argument("--locality", choices=("preferred", "required"), default="preferred")
+    i.add_argument("--loads", default="0.85,0.95", help="offered loads, comma-separated")
+    i.add_argument(
+        "--names", default="fabric,shuffled", help="node name order(s): fabric, shuffled"
+    )
     p = sub.add_parser("perf")
     p.add_argument("--decisions", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.cmd == "sim":
         cmd_sim(args)
+    elif args.cmd == "inside":
+        from group_inside import cmd_inside
+
+        cmd_inside(args)
     else:
         from group_perf import cmd_perf
 

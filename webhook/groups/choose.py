@@ -153,7 +153,7 @@ class _Eval:
     def uniform(self) -> tuple[frozenset[str], int, int] | None:
         """(eligible nodes, GPUs per pod, pods) when every member is the same shape."""
         shapes = {(m.selector.signature, m.gpus) for m in self.members}
-        if len(shapes) != 1:
+        if len(shapes) != 1 or (0 in {g for _, g in shapes}):  # 0 GPUs: no slots to count
             return None
         signature, gpus = shapes.pop()
         return self.shapes[signature], gpus, len(self.members)

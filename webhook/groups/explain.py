@@ -18,8 +18,9 @@ from webhook.groups.choose import (
     chosen_level,
     decide,
 )
+from webhook.groups.inside import fewest_possible
 from webhook.groups.names import NVLINK_LEVEL
-from webhook.groups.seating import Seat, seat_new
+from webhook.groups.seating import rank_runs, seat_new
 from webhook.groups.selector import selector_of
 
 
@@ -57,19 +58,17 @@ def group_section(
     if isinstance(decision, Placed):
         where = ", ".join(f"{decision.level}={d}" for d in decision.domains)
         lines.append(f"  decision: {where or 'no domain (no network labels)'}")
-        lines.append(f"  ranks: {rank_runs(seat_new(view, decision, members, {}))}")
+        seats = seat_new(view, decision, members, {})
+        by_rank = sorted((s for s in seats if s.rank is not None), key=lambda s: s.rank or 0)
+        lows = list(dict.fromkeys(f"{s.hold[0]} {s.hold[1]}" for s in by_rank if s.hold))
+        fewest = sum(
+            fewest_possible(view, decision.level, d, members, view.free) or 0
+            for d in decision.domains
+            if decision.level is not None
+        )
+        used = ", ".join(lows[:8]) + (f", ... {len(lows) - 8} more" if len(lows) > 8 else "")
+        lines.append(f"  lowest domains: {len(lows)} ({used}); fewest that hold it: {fewest}")
+        lines.append(f"  ranks: {rank_runs(seats)}")
     else:
         lines.append(f"  decision: wait: {decision.message}")
     return lines
-
-
-def rank_runs(seats: tuple[Seat, ...]) -> str:
-    """'leaf leaf-2: 0-3; leaf leaf-3: 4-7': each lowest domain with its consecutive ranks."""
-    runs: list[tuple[str, int, int]] = []
-    for s in sorted(seats, key=lambda s: s.rank):
-        where = f"{s.hold[0]} {s.hold[1]}" if s.hold else "no domain"
-        if runs and runs[-1][0] == where and runs[-1][2] == s.rank - 1:
-            runs[-1] = (where, runs[-1][1], s.rank)
-        else:
-            runs.append((where, s.rank, s.rank))
-    return "; ".join(f"{w}: {a}" if a == b else f"{w}: {a}-{b}" for w, a, b in runs)

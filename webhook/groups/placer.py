@@ -25,7 +25,7 @@ from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
 from webhook.groups.ranks import free_ranks
-from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements
+from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements, seat_words
 from webhook.groups.selector import Selector, selector_of
 
 log = logging.getLogger(__name__)
@@ -239,7 +239,12 @@ class Placer:
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
             return
-        indexed = resolve(spec.size, [(_key(r), r.ident) for r in recs])
+        indexed = resolve(
+            spec.size,
+            [(_key(r), r.ident) for r in recs],
+            {_key(r): r.gpus for r in recs},
+            {_key(r): r.rank for r in recs if r.rank is not None},
+        )
         problems = problems or list(indexed.problems)
         if len(recs) > spec.size and not problems:
             names = ", ".join(r.name for r in recs)
@@ -258,7 +263,7 @@ class Placer:
             within=within,
         )
         started = time.perf_counter()
-        decided = self._decide(request, recs, indexed.ranks, spec.size)
+        decided = self._decide(request, recs, indexed.ranks, spec.size, indexed.unranked)
         took = time.perf_counter() - started
         if isinstance(decided, Waiting):
             if self.metrics:
@@ -272,7 +277,12 @@ class Placer:
         self._apply(key, gated, decided, recovery=bool(recorded))
 
     def _decide(
-        self, req: Request, recs: list[PodRecord], fixed: Mapping[str, int], size: int
+        self,
+        req: Request,
+        recs: list[PodRecord],
+        fixed: Mapping[str, int],
+        size: int,
+        unranked: frozenset[str] = frozenset(),
     ) -> Waiting | tuple[Seat, ...]:
         """Seats for the gated members: a new group in fabric order, or replacements back in
         the lowest domains of their ranks (plain ones take the ranks no member holds)."""
@@ -280,13 +290,13 @@ class Placer:
             decision = decide(self.view, req, self.policy)
             if isinstance(decision, Waiting):
                 return decision
-            return seat_new(self.view, decision, req.members, fixed)
+            return seat_new(self.view, decision, req.members, fixed, unranked)
         placed = [r for r in recs if not r.gated]
         kept = [r.rank for r in placed if r.rank is not None and _key(r) not in fixed]
         ranks = {m.key: fixed[m.key] for m in req.members if m.key in fixed}
-        free = iter(free_ranks(size, [*fixed.values(), *kept]))
+        free = iter(free_ranks(size - len(unranked), [*fixed.values(), *kept]))
         for m in sorted(req.members, key=lambda m: m.key):
-            if m.key not in ranks:
+            if m.key not in ranks and m.key not in unranked:
                 ranks[m.key] = next(free, size)  # more members than ranks is refused above
         lows = {}
         for r in placed:
@@ -312,8 +322,7 @@ class Placer:
             self.view.promise(rec.uid, s.node, rec.gpus)
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
-            held = f" in {s.hold[0]} {s.hold[1]}" if s.hold and s.hold[1] != s.domain else ""
-            text = f"group {key[1]} placed in {value}, rank {s.rank}{held}"
+            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}"
             self.api.event(_ref(rec), "GroupPlaced", text, "Normal")
             if s.moved:
                 self.api.event(_ref(rec), "GroupRankMoved", s.moved, "Warning")

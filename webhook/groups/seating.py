@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.groups.capacity import CapacityView, fabric_order
-from webhook.groups.choose import Member, Placed, Policy, Request, Waiting, decide, pack
+from webhook.groups.choose import Assignment, Member, Placed, Policy, Request, Waiting, decide, pack
+from webhook.groups.inside import fewest
 from webhook.groups.names import LEVELS, Level, level_key
 from webhook.groups.ranks import Lowest, Slot, homes, lowest, neighbours, seat
 from webhook.kube.nodeselector import required_terms
@@ -22,12 +23,39 @@ from webhook.kube.nodeselector import required_terms
 @dataclass(frozen=True, slots=True)
 class Seat:
     member: str
-    rank: int
+    rank: int | None  # None: the member takes no rank (an MPI launcher without GPUs)
     level: Level | None  # the group's level and domain, as choose.Assignment
     domain: str
     node: str  # where the GPUs are promised
     hold: Lowest | None  # the member's own lowest domain (None: no network labels)
     moved: str = ""  # recovery: why the member is not back in its rank's lowest domain
+
+
+def rank_runs(seats: Sequence[Seat], limit: int = 0) -> str:
+    """'leaf leaf-2: 0-3; leaf leaf-3: 4-7': each lowest domain with its consecutive ranks (at
+    most `limit` runs when set, then how many more)."""
+    runs: list[tuple[str, int, int]] = []
+    for s in sorted((s for s in seats if s.rank is not None), key=lambda s: s.rank or 0):
+        assert s.rank is not None  # noqa: S101 - filtered above
+        where = f"{s.hold[0]} {s.hold[1]}" if s.hold else "no domain"
+        if runs and runs[-1][0] == where and runs[-1][2] == s.rank - 1:
+            runs[-1] = (where, runs[-1][1], s.rank)
+        else:
+            runs.append((where, s.rank, s.rank))
+    words = [f"{w}: {a}" if a == b else f"{w}: {a}-{b}" for w, a, b in runs]
+    if limit and len(words) > limit:
+        words = [*words[:limit], f"... {len(words) - limit} more"]
+    return "; ".join(words)
+
+
+def seat_words(s: Seat, seats: Sequence[Seat]) -> str:
+    """The GroupPlaced Event's words for one seat: its rank and own lowest domain (level named
+    with the value: a pair is often named after its first leaf), then the group's ranks per
+    lowest domain."""
+    if s.rank is None:
+        return "no rank (an MPI launcher without GPUs)"
+    own = f" in {s.hold[0]} {s.hold[1]}" if s.hold and s.hold != (s.level, s.domain) else ""
+    return f"rank {s.rank}{own}; ranks by lowest domain: {rank_runs(seats, 8)}"
 
 
 def _shape(m: Member) -> tuple[str, int]:
@@ -50,18 +78,60 @@ def node_order(view: CapacityView, nodes: Sequence[str]) -> dict[str, Any]:
     return {n: (first[lows[n]], lows[n] or ("", ""), fabric_order(n)) for n in nodes}
 
 
+def compact(
+    view: CapacityView, assignments: Sequence[Assignment], members: Sequence[Member]
+) -> tuple[Assignment, ...]:
+    """The decision's assignments moved, per domain, onto the fewest lowest domains that hold
+    them (inside.fewest); a domain where that finds nothing better keeps its own."""
+    by_key = {m.key: m for m in members}
+    per: dict[tuple[Level | None, str], list[Assignment]] = {}
+    for a in assignments:
+        per.setdefault((a.level, a.domain), []).append(a)
+    out: list[Assignment] = []
+    for (level, domain), these in per.items():
+        got = None
+        if level is not None and len(these) > 1:
+            got = fewest(view, level, domain, [by_key[a.member] for a in these], view.free)
+        out += these if got is None else [replace(a, node=got[a.member]) for a in these]
+    return tuple(out)
+
+
 def seat_new(
-    view: CapacityView, placed: Placed, members: Sequence[Member], fixed: Mapping[str, int]
+    view: CapacityView,
+    placed: Placed,
+    members: Sequence[Member],
+    fixed: Mapping[str, int],
+    unranked: frozenset[str] = frozenset(),
 ) -> tuple[Seat, ...]:
-    """Every member of a newly placed group in its seat, ranks 0..size-1 in fabric order."""
+    """Every member of a newly placed group in its seat, ranks 0..size-1 in fabric order on the
+    fewest lowest domains; `unranked` members (an MPI launcher without GPUs) get no rank."""
+    return seat_assignments(
+        view, compact(view, placed.assignments, members), members, fixed, unranked
+    )
+
+
+def seat_assignments(
+    view: CapacityView,
+    assignments: Sequence[Assignment],
+    members: Sequence[Member],
+    fixed: Mapping[str, int],
+    unranked: frozenset[str],
+) -> tuple[Seat, ...]:
+    """Seats on the nodes the assignments give, as they are (no compacting)."""
     shapes = {m.key: _shape(m) for m in members}
-    slots = [Slot(a.member, shapes[a.member], a.node) for a in placed.assignments]
+    ranked = [a for a in assignments if a.member not in unranked]
+    slots = [Slot(a.member, shapes[a.member], a.node) for a in ranked]
     seats = seat(slots, node_order(view, [s.node for s in slots]), fixed)
-    by_member = {a.member: a for a in placed.assignments}
+    by_member = {a.member: a for a in ranked}
     out = []
     for m, (rank, slot) in sorted(seats.items(), key=lambda kv: kv[1][0]):
         a = by_member[slot]
         out.append(Seat(m, rank, a.level, a.domain, a.node, lowest(view.where(a.node))))
+    out += [
+        Seat(a.member, None, a.level, a.domain, a.node, None)
+        for a in assignments
+        if a.member in unranked
+    ]
     return tuple(out)
 
 
@@ -89,7 +159,8 @@ def seat_replacements(
     policy: Policy = "tightest",
 ) -> Waiting | tuple[Seat, ...]:
     """Replacements in a placed group (req.within set): each back to its rank's lowest domain when
-    that has room on nodes its constraints admit, the rest by decide; all or none."""
+    that has room on nodes its constraints admit, the rest by decide; all or none. A member
+    without an entry in `ranks` takes no rank (it goes anywhere the group's domain allows)."""
     assert req.within is not None  # noqa: S101 - recovery only
     within_nodes = set(view.domain_nodes(*req.within))
     room: dict[str, int] = {}
@@ -102,8 +173,14 @@ def seat_replacements(
     seats: list[Seat] = []
     rest: list[Member] = []
     tried: dict[str, tuple[Lowest, ...]] = {}
-    for m in sorted(req.members, key=lambda m: ranks[m.key]):
-        tried[m.key] = homes(ranks[m.key], held)
+    for m in sorted(req.members, key=lambda m: (m.key not in ranks, ranks.get(m.key, 0))):
+        if m.key not in ranks and not m.gpus:  # no rank, no GPU: any node of the domain it admits
+            ok = view.eligible(m.selector)
+            node = next((n for n in view.domain_nodes(*req.within) if n in ok), "")
+            if node:
+                seats.append(Seat(m.key, None, *req.within, node, None))
+                continue
+        tried[m.key] = homes(ranks[m.key], held) if m.key in ranks else ()
         for home in tried[m.key]:
             nodes = [n for n in view.domain_nodes(*home) if n in within_nodes]
             got = pack([m], nodes, free, view.eligible)
@@ -122,28 +199,32 @@ def seat_replacements(
         view.promise(uid, s.node, gpus[s.member])
     try:
         decision = decide(view, replace(req, members=tuple(rest)), policy)
+        if isinstance(decision, Waiting):
+            return decision
+        assignments = compact(view, decision.assignments, rest)
     finally:
         for uid in promised:
             view.release(uid)
-    if isinstance(decision, Waiting):
-        return decision
     # the rest in fabric order among themselves, lowest rank first
-    shapes = {m.key: _shape(m) for m in rest}
-    slots = [Slot(a.member, shapes[a.member], a.node) for a in decision.assignments]
-    by_rank = {m.key: i for i, m in enumerate(sorted(rest, key=lambda m: ranks[m.key]))}
-    by_member = {a.member: a for a in decision.assignments}
-    placed = seat(slots, node_order(view, [s.node for s in slots]), by_rank)
-    moved = []
-    for key, (_, slot) in placed.items():
-        a = by_member[slot]
-        moved.append(Seat(key, ranks[key], a.level, a.domain, a.node, lowest(view.where(a.node))))
-    where = {**held, **{s.rank: s.hold for s in (*seats, *moved) if s.hold is not None}}
+    ranked = sorted((m for m in rest if m.key in ranks), key=lambda m: ranks[m.key])
+    by_rank = {m.key: i for i, m in enumerate(ranked)}
+    unranked = frozenset(m.key for m in rest if m.key not in ranks)
+    moved = [
+        replace(s, rank=None if s.rank is None else ranks[s.member])
+        for s in seat_assignments(view, assignments, rest, by_rank, unranked)
+    ]
+    where = {
+        **held,
+        **{s.rank: s.hold for s in (*seats, *moved) if s.hold is not None and s.rank is not None},
+    }
     return (*seats, *(_why_moved(s, tried[s.member], where) for s in moved))
 
 
 def _why_moved(s: Seat, tried: tuple[Lowest, ...], where: Mapping[int, Lowest]) -> Seat:
     """The seat with the words for its Event when it sits apart from both its ring neighbours
     though a lowest domain beside them was its place (a move that costs the ring a crossing)."""
+    if s.rank is None:
+        return s
     beside = neighbours(s.rank, list(where))
     if not tried or not beside or s.hold in {where[r] for r in beside}:
         return s

@@ -24,6 +24,8 @@ def test_explain_shows_each_candidate_domain_of_the_groups_level() -> None:
         "  [fits] leaf-quad quad-1: 128 free GPUs; fits; 0 GPUs left after placing",
         "  [no  ] leaf-quad quad-2: 64 free GPUs; too small even when empty for these pods' constraints",
         "  decision: leaf-quad=quad-0",
+        "  lowest domains: 4 (leaf leaf-0, leaf leaf-1, leaf leaf-2, leaf leaf-3); "
+        "fewest that hold it: 4",
         "  ranks: leaf leaf-0: 0-3; leaf leaf-1: 4-7; leaf leaf-2: 8-11; leaf leaf-3: 12-15",
     ]
 

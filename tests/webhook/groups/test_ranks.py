@@ -7,6 +7,7 @@ from webhook.groups.indexes import (
     COMPLETION_INDEX,
     JOBSET_JOB_INDEX,
     JOBSET_REPLICAS,
+    KUBEFLOW_JOB_ROLE,
     KUBEFLOW_REPLICA_INDEX,
     KUBEFLOW_REPLICA_TYPE,
     Ident,
@@ -118,3 +119,50 @@ def test_a_jobset_group_counts_jobs_in_its_replicated_job_or_across_the_jobset()
     got = resolve(6, every)
     assert got.problems == ()
     assert got.ranks == {"d0": 0, "d1": 1, "w00": 2, "w01": 3, "w10": 4, "w11": 5}
+
+
+def kf(kind: str, index: int | None = None, role: str = "") -> Ident:
+    labels = {KUBEFLOW_REPLICA_TYPE: kind} if kind else {}
+    if index is not None:
+        labels[KUBEFLOW_REPLICA_INDEX] = str(index)
+    if role:
+        labels[KUBEFLOW_JOB_ROLE] = role
+    return ident_of(labels, {})
+
+
+def test_the_workloads_coordinator_is_rank_0_and_kubeflow_workers_follow_it() -> None:
+    # PyTorchJob (training operator): master rank 0, worker i rank i+1, as its RANK variable
+    pytorch = [("m", kf("master", 0, "master"))] + [(f"w{i}", kf("worker", i)) for i in range(3)]
+    got = resolve(4, pytorch)
+    assert got.problems == () and got.ranks == {"m": 0, "w0": 1, "w1": 2, "w2": 3}
+    # workers alone (no master in the group): their index, as before
+    assert resolve(3, pytorch[1:]).ranks == {"w0": 0, "w1": 1, "w2": 2}
+    # TFJob: the chief leads; a parameter server has no index of its own
+    tf = [("c", kf("chief", 0, "master")), ("ps", kf("ps", 0)), ("w0", kf("worker", 0))]
+    assert resolve(3, tf).ranks == {"c": 0, "w0": 1}
+    # MPIJob (mpi-operator v2 labels only job-role): a launcher without GPUs takes no rank
+    launcher = ("l", kf("", role="launcher"))
+    mpi = [launcher] + [(f"w{i}", kf("", i, "worker")) for i in range(2)]
+    got = resolve(3, mpi, {"l": 0, "w0": 8, "w1": 8})
+    assert got.ranks == {"w0": 0, "w1": 1} and got.unranked == {"l"}
+    # ... and with GPUs it is rank 0 (runLauncherAsWorker lists it first in the hostfile)
+    got = resolve(3, mpi, {"l": 8, "w0": 8, "w1": 8})
+    assert got.ranks == {"l": 0, "w0": 1, "w1": 2} and got.unranked == frozenset()
+    two = resolve(4, [*pytorch[:3], ("m2", kf("master", 1, "master"))])
+    assert two.problems[0] == "more than one coordinator (Kubeflow master or launcher): m, m2"
+
+
+def test_a_jobset_coordinator_named_in_its_spec_is_rank_0() -> None:
+    def pod(job: int, c: int) -> Ident:
+        labels = {
+            "jobset.sigs.k8s.io/jobset-name": "js",
+            "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+            JOBSET_JOB_INDEX: str(job),
+            JOBSET_REPLICAS: "2",
+            "jobset.sigs.k8s.io/coordinator": "js-workers-1-0.js",
+        }
+        return ident_of(labels, {COMPLETION_INDEX: str(c)})
+
+    got = resolve(4, [(f"p{j}{c}", pod(j, c)) for j in range(2) for c in range(2)])
+    assert got.problems == ()
+    assert got.ranks == {"p10": 0, "p00": 1, "p01": 2, "p11": 3}
