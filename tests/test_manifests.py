@@ -217,6 +217,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-placer") == [
         (("",), ("nodes",), (), ("list", "watch")),
         (("",), ("pods",), (), ("list", "patch", "watch")),
+        (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("",), ("events",), (), ("create",)),
     ]
     assert rules("Role", "gpufabric-placer-lease") == [

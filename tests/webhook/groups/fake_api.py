@@ -71,6 +71,7 @@ class FakeApi:
         self.fail_after: int | None = None  # simulate a crash: raise after this many patches
         self.pdbs: dict[str, tuple[dict[str, str], int]] = {}  # name -> (selector, allowed)
         self.evictions: list[tuple[str, int]] = []  # (pod name, HTTP status answered)
+        self.now = 0.0  # the placer's clock where a test passes it
 
     def create(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]

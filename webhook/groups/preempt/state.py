@@ -210,16 +210,16 @@ class Preemptor:
             assert self.evictor is not None  # noqa: S101 - only plans with an evictor start
             outcome, message = self.evictor.evict_pod(v.namespace, v.name)
             if outcome == "blocked":
-                if not plan.cost[0]:  # first refusal here: evict no more, another domain may do
-                    pending += uids[i:]
-                    break
-                pending.append(uid)
                 text = (
                     f"group {g.key[1]}: a PodDisruptionBudget keeps {v.namespace}/{v.name} in "
                     f"{plan.level} {plan.domain}: {message}"
                 )
                 for pod in g.pods:
                     self.event(pod, "GroupPreemptionBlocked", text, "Warning")
+                if not plan.cost[0]:  # first refusal here: evict no more, another domain may do
+                    pending += uids[i:]
+                    break
+                pending.append(uid)
                 continue
             if outcome == "evicted":
                 pods, gpus = pods + 1, gpus + v.gpus
