@@ -10,13 +10,13 @@ cost no later one can beat instead of evaluating every domain.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import Member, demand, pack
 from webhook.groups.names import LEVELS, Level
-from webhook.groups.preempt.index import Running, RunningIndex
+from webhook.groups.preempt.index import Ladder, Running, RunningIndex
 
 Cost = tuple[bool, int, int, int]  # (PDB blocked before, highest victim priority, pods, GPUs)
 
@@ -34,7 +34,8 @@ class Plan:
 
 
 class _Fit:
-    """Does the group fit the domain's nodes with these GPUs freed? (uniform pods: slot count)"""
+    """What fits reads of the members: their eligible nodes, and the pod shape when they are all
+    alike (then fitting is counting whole-pod slots, kept up to date as victims come and go)."""
 
     def __init__(self, view: CapacityView, members: Sequence[Member]) -> None:
         self.view, self.members = view, members
@@ -42,11 +43,32 @@ class _Fit:
         shapes = {(m.selector.signature, m.gpus) for m in members}
         self.uniform = next(iter(shapes)) if len(shapes) == 1 else None
 
-    def __call__(self, nodes: Sequence[str], free: Callable[[str], int]) -> bool:
-        if self.uniform is not None:
-            ok, per = self.shapes[self.uniform[0]], self.uniform[1]
-            return per == 0 or sum(free(n) // per for n in nodes if n in ok) >= len(self.members)
-        return pack(self.members, nodes, free, lambda s: self.shapes[s.signature]) is not None
+
+class _Room:
+    """Free GPUs on one domain's nodes as victims are added or given back."""
+
+    def __init__(self, fit: _Fit, nodes: Sequence[str], leaving: dict[str, int]) -> None:
+        self.fit, self.nodes = fit, nodes
+        self.free = {n: fit.view.free(n) + leaving.get(n, 0) for n in nodes}
+        self.per = fit.uniform[1] if fit.uniform is not None else 0
+        ok = fit.shapes[fit.uniform[0]] if fit.uniform is not None else frozenset()
+        self.ok = ok
+        self.slots = sum(f // self.per for n, f in self.free.items() if n in ok) if self.per else 0
+
+    def move(self, node: str, gpus: int) -> None:
+        before = self.free[node]
+        self.free[node] = before + gpus
+        if self.per and node in self.ok:
+            self.slots += (before + gpus) // self.per - before // self.per
+
+    def fits(self) -> bool:
+        if self.fit.uniform is not None:
+            return self.per == 0 or self.slots >= len(self.fit.members)
+        shapes = self.fit.shapes
+        placed = pack(
+            self.fit.members, self.nodes, self.free.__getitem__, lambda s: shapes[s.signature]
+        )
+        return placed is not None
 
 
 def _units(
@@ -86,17 +108,14 @@ def evaluate(
 ) -> Plan | None:
     """The cheapest victims in one domain, or None when even all of them would not free it."""
     nodes = view.domain_nodes(level, domain)
-    inside = set(nodes)
     leaving, units = _units(index, nodes, priority)
-    freed: dict[str, int] = dict(leaving)
-
-    def free(n: str) -> int:
-        return view.free(n) + freed.get(n, 0)
+    room = _Room(fit, nodes, leaving)
+    inside = room.free
 
     def move(unit: tuple[Running, ...], sign: int) -> None:
         for p in unit:
             if p.node in inside:
-                freed[p.node] = freed.get(p.node, 0) + sign * p.gpus
+                room.move(p.node, sign * p.gpus)
 
     def inside_gpus(unit: tuple[Running, ...]) -> int:
         return sum(p.gpus for p in unit if p.node in inside)
@@ -104,15 +123,15 @@ def evaluate(
     units.sort(key=lambda u: (u[0], -inside_gpus(u[1]), len(u[1]), u[1][0].uid))
     chosen: list[tuple[int, tuple[Running, ...]]] = []
     for unit in units:
-        if fit(nodes, free):
+        if room.fits():
             break
         chosen.append(unit)
         move(unit[1], 1)
-    if not chosen or not fit(nodes, free):
+    if not chosen or not room.fits():
         return None
     for unit in sorted(chosen, key=lambda u: (-u[0], len(u[1]), u[1][0].uid)):  # reprieve
         move(unit[1], -1)
-        if fit(nodes, free):
+        if room.fits():
             chosen.remove(unit)
         else:
             move(unit[1], 1)
@@ -137,39 +156,51 @@ def choose(
     if need == 0:
         return None
     fit = _Fit(view, members)
-    ok = frozenset().union(*fit.shapes.values())
+    shapes = tuple(fit.shapes.values())
     i = LEVELS.index(level)
     free: dict[str, int] = {}
     for n, f in view.with_free().items():
-        d = view.where(n)[i] if n in ok else None
+        d = view.where(n)[i] if any(n in ok for ok in shapes) else None
         if d is not None:
             free[d] = free.get(d, 0) + f
-    biggest = max((info.gpus for info in view.nodes.values()), default=1) or 1
-    order = view.order(level)
-    bounds = []
-    for d, per in index.domains(view, level).items():
-        if d in skip or d not in order:
-            continue
-        have = free.get(d, 0)
-        top = None
-        for p in sorted(q for q in per if q < priority):
-            have += per[p][0]
-            if have >= need:
-                top = p
-                break
-        if top is None:
-            continue
-        short = max(0, need - free.get(d, 0))
-        bounds.append(((d in blocked, top, -(-short // biggest), short), order[d], d))
+    order, ladder = view.order(level), index.ladders(view, level)
+    bounds: list[tuple[Cost, int, str]] = []
+    freeable = index.freeable(view, level, priority, need, lambda lad: _bound(lad, need, priority))
+    for d, low in freeable.items():
+        if d not in free and d not in skip and d in order:
+            bounds.append(((d in blocked, *low), order[d], d))
+    for d, f in free.items():  # domains with free GPUs need fewer victims
+        if d not in skip and d in order and (low := _bound(ladder(d), need - f, priority)):
+            bounds.append(((d in blocked, *low), order[d], d))
     bounds.sort()
     best: Plan | None = None
-    for bound, _, d in bounds:
-        if best is not None and best.cost <= bound:
+    for cost, _, d in bounds:
+        if best is not None and best.cost <= cost:
             break
         plan = evaluate(view, index, fit, level, d, priority, d in blocked)
         if plan is not None and (best is None or plan.cost < best.cost):
             best = plan
     return best
+
+
+def _bound(ladder: Ladder, short: int, priority: int) -> tuple[int, int, int] | None:
+    """A lower bound of the domain's cost (PDB flag aside): the lowest priority up to which the
+    pods below `priority` hold `short` GPUs, and the fewest of those pods that do (largest first;
+    node fit and gangs only add). None when all of them together do not."""
+    if short <= 0:
+        return 0, 0, 0
+    for p, total, sizes in ladder:
+        if p >= priority:
+            return None
+        if total >= short:
+            pods, left = 0, short
+            for size, n in sizes:
+                take = min(n, -(-left // size))
+                pods, left = pods + take, left - take * size
+                if left <= 0:
+                    break
+            return p, pods, short
+    return None
 
 
 def closest(view: CapacityView, members: Sequence[Member], level: Level) -> str | None:
