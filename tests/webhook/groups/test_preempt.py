@@ -184,3 +184,28 @@ def test_placer_without_an_evictor_never_preempts() -> None:
     api = FakeApi()
     placer = Placer(api)
     assert placer.preempt.evictor is None
+
+
+def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
+    from prometheus_client import generate_latest
+
+    from webhook.server.gauges import publish
+    from webhook.server.metrics import WebhookMetrics
+
+    metrics = WebhookMetrics()
+    api, placer = full(priority=2 * HIGH)
+    group(api, placer, "stuck", 4, HIGH)  # nothing it may preempt: waits
+    placer.metrics = metrics
+    placer.preempt.metrics = metrics
+    for name in ("run-00", "run-01"):
+        api.pods[("batch", name)]["spec"]["priority"] = LOW
+        placer.pod_event("MODIFIED", api.pods[("batch", name)])
+    group(api, placer, "train", 2, HIGH)  # preempts two pods, 16 GPUs
+    group(api, placer, "notebook", 1, LOW)
+    publish(metrics, placer)
+    text = generate_latest(metrics.registry).decode()
+    assert "gpufabric_group_preemptions_total 1.0" in text
+    assert "gpufabric_group_preempted_pods_total 2.0" in text
+    assert "gpufabric_group_preempted_gpus_total 16.0" in text
+    assert 'gpufabric_group_waiting_by_priority{priority="1000000"} 2.0' in text
+    assert 'gpufabric_group_waiting_by_priority{priority="100"} 1.0' in text
