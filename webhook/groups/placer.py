@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
 from webhook.groups.capacity import CapacityView, pod_gpus
-from webhook.groups.choose import Member, Policy, Request, Waiting, chosen_level, decide
+from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
 from webhook.groups.preempt.index import Running
+from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.ranks import free_ranks
 from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements
@@ -274,7 +275,7 @@ class Placer:
             where = parse_placement(recorded.most_common(1)[0][0])
             if where is not None and where[0] in LEVELS:
                 within = (where[0], where[1])
-        problems = disagreements(recs) + priorities_differ(recs)
+        problems = disagreements(recs) + differ((r.name, r.priority, r.never) for r in recs)
         if not problems and not recorded and len(gated) < spec.size:
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
@@ -303,7 +304,15 @@ class Placer:
             decided = self._decide(request, recs, indexed.ranks, spec.size)
             more = ""
             if isinstance(decided, Waiting) and within is None and decided.level is not None:
-                more = self.preempt.waiting(self.view, self._group(key, gated, request, decided))
+                g = Group(
+                    key,
+                    gated[0].priority,
+                    not gated[0].never,
+                    request.members,
+                    levels(self.view, request, decided.level),
+                    tuple(_ref(r) for r in gated),
+                )
+                more = self.preempt.waiting(self.view, g)
         finally:
             self.preempt.unmask(self.view, masked)
         took = time.perf_counter() - started
@@ -318,37 +327,17 @@ class Placer:
             self.metrics.decided(level or "none", _outcome(decided, within), took)
         self._apply(key, gated, decided, recovery=bool(recorded))
 
-    def order_key(self, key: GroupKey) -> tuple[int, str, str]:
-        """The order groups are tried in: highest priority first, then the oldest (its first
-        member's creation time, then that member's uid); never by name."""
-        recs = [self.pods[u] for u in self.groups.get(key, ()) if u in self.pods]
-        if not recs:
-            return 0, "", ""
-        first = min(recs, key=lambda r: (r.created, r.uid))
-        return -max(r.priority for r in recs), first.created, first.uid
+    def order_key(self, key: GroupKey) -> OrderKey:
+        """The order groups are tried in (DESIGN "Priority"; preempt/order.py)."""
+        return order_key(
+            (r.priority, r.created, r.uid)
+            for u in self.groups.get(key, ())
+            if (r := self.pods.get(u)) is not None
+        )
 
     def waiting_order(self) -> list[tuple[GroupKey, int]]:
         """The waiting groups with their priority, in the order the placer tries them."""
-        keys = sorted(self.waiting, key=self.order_key)
-        return [(k, -self.order_key(k)[0]) for k in keys]
-
-    def _group(
-        self, key: GroupKey, gated: list[PodRecord], req: Request, decided: Waiting
-    ) -> Group:
-        assert decided.level is not None  # noqa: S101 - checked by the caller
-        levels: tuple[Level, ...] = (decided.level,)
-        if req.locality == "preferred":  # climbs as placement does, from the group's own level
-            start = chosen_level(self.view, req) or decided.level
-            present = self.view.levels()
-            levels = tuple(lv for lv in LEVELS[LEVELS.index(start) :] if lv in present)
-        return Group(
-            key,
-            gated[0].priority,
-            not gated[0].never,
-            req.members,
-            levels,
-            tuple(_ref(r) for r in gated),
-        )
+        return [(k, -self.order_key(k)[0]) for k in sorted(self.waiting, key=self.order_key)]
 
     def _decide(
         self, req: Request, recs: list[PodRecord], fixed: Mapping[str, int], size: int
@@ -443,21 +432,6 @@ def disagreements(recs: list[PodRecord]) -> list[str]:
         for (size, level, locality), names in sorted(says.items())
     ]
     return ["members disagree on the group: " + "; ".join(parts)]
-
-
-def priorities_differ(recs: list[PodRecord]) -> list[str]:
-    """Members whose priority or preemption policy differ from the others', naming the pods."""
-    says: dict[tuple[int, bool], list[str]] = {}
-    for r in recs:
-        says.setdefault((r.priority, r.never), []).append(r.name)
-    if len(says) < 2:
-        return []
-    parts = [
-        f"{', '.join(names)}: priority {p}, preemptionPolicy "
-        f"{'Never' if never else 'PreemptLowerPriority'}"
-        for (p, never), names in sorted(says.items())
-    ]
-    return ["members differ in priority or preemption policy: " + "; ".join(parts)]
 
 
 def _ref(rec: PodRecord) -> dict[str, Any]:

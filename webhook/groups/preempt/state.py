@@ -19,6 +19,7 @@ from webhook.groups.preempt.index import GangKey, RunningIndex
 from webhook.groups.preempt.victims import Plan, choose, closest, describe
 
 BOUND = 30.0  # seconds past the victims' longest grace period before the next domain is tried
+RETRY = 10.0  # seconds between two tries of evictions a PodDisruptionBudget refused
 HOLD = "gpufabric-hold/"  # promise ids that keep a held domain's free GPUs from other groups
 Outcome = Literal["evicted", "gone", "blocked"]
 
@@ -50,6 +51,7 @@ class Ongoing:
     plan: Plan
     deadline: float
     pending: tuple[str, ...]  # victim uids a PodDisruptionBudget kept so far
+    retry_at: float = 0.0  # not before: every pod event would otherwise ask again
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +162,8 @@ class Preemptor:
     def _going_on(self, g: Group, o: Ongoing) -> str:
         """'' when the plan is over (its victims are gone, or stalled): choose again."""
         left = [v for v in o.plan.victims if v.uid in self.index.pods]
-        if o.pending and left:
-            o = self._evict(g, o.plan, o.pending, o.deadline)
+        if o.pending and left and self.clock() >= o.retry_at:
+            o = self._evict(g, o.plan, o.pending, o.deadline, told=frozenset(o.pending))
             if o.pending and not o.plan.cost[0]:
                 self.blocked.setdefault(g.key, set()).add(o.plan.domain)
                 self.ongoing.pop(g.key, None)
@@ -201,7 +203,14 @@ class Preemptor:
         self.ongoing[g.key] = o
         return f"; preempting in {where}: {len(plan.victims)} victims evicted"
 
-    def _evict(self, g: Group, plan: Plan, uids: Sequence[str], deadline: float) -> Ongoing:
+    def _evict(
+        self,
+        g: Group,
+        plan: Plan,
+        uids: Sequence[str],
+        deadline: float,
+        told: frozenset[str] = frozenset(),
+    ) -> Ongoing:
         pending: list[str] = []
         pods = gpus = 0
         by_uid = {v.uid: v for v in plan.victims}
@@ -214,7 +223,7 @@ class Preemptor:
                     f"group {g.key[1]}: a PodDisruptionBudget keeps {v.namespace}/{v.name} in "
                     f"{plan.level} {plan.domain}: {message}"
                 )
-                for pod in g.pods:
+                for pod in g.pods if uid not in told else ():  # once per victim
                     self.event(pod, "GroupPreemptionBlocked", text, "Warning")
                 if not plan.cost[0]:  # first refusal here: evict no more, another domain may do
                     pending += uids[i:]
@@ -230,4 +239,4 @@ class Preemptor:
                 self.event(ref(v.namespace, v.name, v.uid), "Preempted", text, "Normal")
         if self.metrics and pods:
             self.metrics.preempted(0, pods, gpus)
-        return Ongoing(plan, deadline, tuple(pending))
+        return Ongoing(plan, deadline, tuple(pending), self.clock() + RETRY)
