@@ -209,3 +209,28 @@ def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
     assert "gpufabric_group_preempted_gpus_total 16.0" in text
     assert 'gpufabric_group_waiting_by_priority{priority="1000000"} 2.0' in text
     assert 'gpufabric_group_waiting_by_priority{priority="100"} 1.0' in text
+
+
+def test_slim_copies_keep_what_priority_and_preemption_read() -> None:
+    from webhook.groups.placer import pod_record
+    from webhook.groups.slim import slim_pod
+
+    pod = prio(
+        gpu_pod("w-0", 8, group="g", size=2, gated=True),
+        HIGH,
+        never=True,
+        created="2026-11-26T10:00:00Z",
+    )
+    pod["spec"]["terminationGracePeriodSeconds"] = 90
+    pod["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    slim = slim_pod(pod)
+    assert slim["spec"]["priorityClassName"] == "high"  # for people to read
+    assert "managedFields" not in slim["metadata"]
+    full, small = pod_record(pod, 0.0), pod_record(slim, 0.0)
+    assert (small.priority, small.never, small.created, small.grace) == (
+        HIGH,
+        True,
+        "2026-11-26T10:00:00Z",
+        90.0,
+    )
+    assert small == full
