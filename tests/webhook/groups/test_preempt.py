@@ -234,3 +234,17 @@ def test_slim_copies_keep_what_priority_and_preemption_read() -> None:
         90.0,
     )
     assert small == full
+
+
+def test_a_lower_group_does_not_preempt_in_a_domain_held_for_a_higher_one() -> None:
+    api, placer = full(nodes=8)  # two leaves, full of low pods
+    group(api, placer, "train", 4, HIGH)
+    first = evicted(api)
+    for name in first:  # the victims are terminating: the watch says so
+        placer.pod_event("MODIFIED", api.get(name, "batch"))
+    group(api, placer, "mid", 4, 500)
+    second = evicted(api)[4:]
+    assert {leaf_of(v) for v in first} == {"leaf-0"} and {leaf_of(v) for v in second} == {"leaf-1"}
+    leave(api, placer, first + second)
+    assert {placement(api, f"train-{i}") for i in range(4)} == {"leaf=leaf-0"}
+    assert {placement(api, f"mid-{i}") for i in range(4)} == {"leaf=leaf-1"}

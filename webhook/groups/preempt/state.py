@@ -84,19 +84,19 @@ class Preemptor:
         self.ongoing: dict[GangKey, Ongoing] = {}
         self.skip: dict[GangKey, set[str]] = {}  # domains whose victims did not leave in time
         self.blocked: dict[GangKey, set[str]] = {}  # domains where a PDB refused an eviction
-        self._others: set[str] = set()  # domains held for groups the one deciding must not pass
+        self._held: set[str] = set()  # nodes held for groups the one deciding must not pass
 
     # -- holds -------------------------------------------------------------------------------
     def mask(self, view: CapacityView, key: GangKey, priority: int) -> list[str]:
         """Promise away the free GPUs of every domain held for a group this one must not pass
         (higher priority, or equal priority that already preempted); unmask() gives them back."""
         uids: list[str] = []
-        self._others = set()
+        self._held = set()
         for k, h in self.holds.items():
             if k == key or h.priority < priority or (h.priority == priority and not h.preempting):
                 continue
-            self._others.add(h.domain)
             for n in view.domain_nodes(h.level, h.domain):
+                self._held.add(n)
                 f = view.free(n)
                 if f > 0:
                     view.promise(HOLD + n, n, f)
@@ -138,10 +138,9 @@ class Preemptor:
         return "; PodDisruptionBudgets refuse the evictions; retrying"
 
     def _choose(self, view: CapacityView, g: Group) -> Plan | None:
-        skip = self.skip.get(g.key, set()) | self._others
-        blocked = self.blocked.get(g.key, set())
+        skip, blocked = self.skip.get(g.key, set()), self.blocked.get(g.key, set())
         for level in g.levels:  # `preferred` climbs only where no lower level can be freed
-            plan = choose(view, self.index, g.members, level, g.priority, skip, blocked)
+            plan = choose(view, self.index, g.members, level, g.priority, skip, blocked, self._held)
             if plan is not None:
                 return plan
         return None

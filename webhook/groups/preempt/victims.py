@@ -148,10 +148,12 @@ def choose(
     priority: int,
     skip: Collection[str] = (),
     blocked: Collection[str] = (),
+    held: Collection[str] = (),
 ) -> Plan | None:
     """The domain of the level where preempting lower-priority pods frees the group most cheaply;
     None when no domain can be freed so. `skip`: domains not to try; `blocked`: domains where a
-    PodDisruptionBudget refused an eviction before (chosen only when no other one frees it)."""
+    PodDisruptionBudget refused an eviction before (chosen only when no other one frees it);
+    `held`: nodes held for other groups (a domain with one of them is not freed for this one)."""
     need = demand(members)
     if need == 0:
         return None
@@ -177,6 +179,8 @@ def choose(
     for cost, _, d in bounds:
         if best is not None and best.cost <= cost:
             break
+        if held and any(n in held for n in view.domain_nodes(level, d)):
+            continue
         plan = evaluate(view, index, fit, level, d, priority, d in blocked)
         if plan is not None and (best is None or plan.cost < best.cost):
             best = plan
