@@ -82,6 +82,7 @@ class Stats:
     in_domain: dict[int, list[bool]] = field(default_factory=lambda: {HIGH: [], LOW: []})
     preempted: dict[int, int] = field(default_factory=lambda: {HIGH: 0, LOW: 0})
     lost_gpu_h: float = 0.0
+    busy_gpu_h: float = 0.0  # GPU-hours running between the first measured and the last arrival
 
 
 def simulate(
@@ -152,6 +153,7 @@ def simulate(
         if job.id in started:
             return
         started[job.id] = now[0]
+        busy[0] += job.nodes * shape.gpus
         waited[job.id] = waited.get(job.id, 0.0) + now[0] - since[job.id]
         heapq.heappush(events, (now[0] + job.duration, 0, job.id, tries.get(job.id, 0)))
         if job.arrival >= warm and job.id not in stats_seen:
@@ -164,6 +166,7 @@ def simulate(
 
     def preempted(job: Job) -> None:
         ran = now[0] - started.pop(job.id)
+        busy[0] -= job.nodes * shape.gpus
         if job.arrival >= warm:
             stats.lost_gpu_h += ran * job.nodes * shape.gpus / 3600
             stats.preempted[classes[job.id]] += 1
@@ -173,16 +176,20 @@ def simulate(
 
     stats_seen: set[int] = set()
     finished: set[int] = set()
+    busy, last = [0], 0.0
     while events:
         t, kind, jid, k = heapq.heappop(events)
         if t > end:
             break
-        now[0] = t
+        if t > warm:
+            stats.busy_gpu_h += busy[0] * (t - max(last, warm)) / 3600
+        now[0] = last = t
         job = by_id[jid]
         if kind == 1:
             create(job)
         elif k == tries.get(jid, 0) and jid in started:  # a finish of the current incarnation
             started.pop(jid)
+            busy[0] -= job.nodes * shape.gpus
             finished.add(jid)
             remove(job)
         settle()
@@ -203,11 +210,13 @@ def cmd_prio(args: argparse.Namespace) -> None:
     )
     print(
         "| load | variant | high: mean / p95 delay (h) | low: mean / p95 delay (h) | in rule's "
-        "domain high / low | preempted jobs high / low | GPU-hours preempted | sim s |"
+        "domain high / low | preempted jobs high / low | GPU-hours preempted (share of GPU-hours "
+        "run) | GPU util | sim s |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for load in args.load:
         jobs = job_stream(args.jobs, args.seed, total, load, shape.gpus)
+        warm = jobs[len(jobs) // 3].arrival
         rng = random.Random(args.seed)
         classes = {j.id: HIGH if rng.random() < args.high else LOW for j in jobs}
         flat = dict.fromkeys(classes, LOW)
@@ -231,6 +240,9 @@ def cmd_prio(args: argparse.Namespace) -> None:
             )
             print(
                 f"| {100 * load:.0f} % | {label} | {cells[0]} | {cells[1]} | {dom} "
-                f"| {s.preempted[HIGH]} / {s.preempted[LOW]} | {s.lost_gpu_h:.0f} | {took:.0f} |",
+                f"| {s.preempted[HIGH]} / {s.preempted[LOW]} | {s.lost_gpu_h:,.0f} "
+                f"({100 * s.lost_gpu_h / max(s.busy_gpu_h, 1e-9):.1f} %) "
+                f"| {100 * s.busy_gpu_h * 3600 / (total * (jobs[-1].arrival - warm)):.1f} % "
+                f"| {took:.0f} |",
                 flush=True,
             )
