@@ -158,13 +158,7 @@ def choose(
     if need == 0:
         return None
     fit = _Fit(view, members)
-    shapes = tuple(fit.shapes.values())
-    i = LEVELS.index(level)
-    free: dict[str, int] = {}
-    for n, f in view.with_free().items():
-        d = view.where(n)[i] if any(n in ok for ok in shapes) else None
-        if d is not None:
-            free[d] = free.get(d, 0) + f
+    free = _free(view, fit, level)
     order, ladder = view.order(level), index.ladders(view, level)
     bounds: list[tuple[Cost, int, str]] = []
     freeable = index.freeable(view, level, priority, need, lambda lad: _bound(lad, need, priority))
@@ -185,6 +179,17 @@ def choose(
         if plan is not None and (best is None or plan.cost < best.cost):
             best = plan
     return best
+
+
+def _free(view: CapacityView, fit: _Fit, level: Level) -> dict[str, int]:
+    """Free GPUs per domain of the level, on nodes some member may use."""
+    shapes, i = tuple(fit.shapes.values()), LEVELS.index(level)
+    free: dict[str, int] = {}
+    for n, f in view.with_free().items():
+        d = view.where(n)[i] if any(n in ok for ok in shapes) else None
+        if d is not None:
+            free[d] = free.get(d, 0) + f
+    return free
 
 
 def _bound(ladder: Ladder, short: int, priority: int) -> tuple[int, int, int] | None:
@@ -210,14 +215,7 @@ def _bound(ladder: Ladder, short: int, priority: int) -> tuple[int, int, int] | 
 def closest(view: CapacityView, members: Sequence[Member], level: Level) -> str | None:
     """The domain of the level nearest to holding the group (most usable free GPUs): what a group
     that may not preempt waits on."""
-    fit = _Fit(view, members)
-    ok = frozenset().union(*fit.shapes.values())
-    i = LEVELS.index(level)
-    free: dict[str, int] = {}
-    for n, f in view.with_free().items():
-        d = view.where(n)[i] if n in ok else None
-        if d is not None:
-            free[d] = free.get(d, 0) + f
+    free = _free(view, _Fit(view, members), level)
     order = view.order(level)
     return min(free, key=lambda d: (-free[d], order.get(d, 0)), default=None)
 
