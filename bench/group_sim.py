@@ -6,6 +6,8 @@ decision speed at scale.
     .venv/bin/python bench/group_sim.py perf [--decisions 1000]
     .venv/bin/python bench/group_sim.py inside [--jobs 3000] [--loads 0.85,0.95]
         [--names fabric,shuffled] [--fabric tree|rail|nvl72|all]
+    .venv/bin/python bench/group_sim.py prio [--jobs 1500] [--load 0.85 0.95] [--high 0.2]
+    .venv/bin/python bench/group_sim.py prio-perf [--nodes 4096 65536] [--decisions 200]
 
 `sim`: 1,024 nodes x 8 GPUs. Fabrics: "tree" (leaves of 4 nodes, pairs of 8, quads of 16, spines
 of 128) and "rail" (rail-optimized: a leaf domain is a 32-node scalable unit; pairs of 64, quads
@@ -380,6 +382,16 @@ def main() -> None:
     p = sub.add_parser("perf")
     p.add_argument("--decisions", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
+    q = sub.add_parser("prio", help="two priority classes through the Placer (group_prio.py)")
+    q.add_argument("--jobs", type=int, default=1500)
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--high", type=float, default=0.2, help="share of jobs at high priority")
+    q.add_argument("--load", type=float, nargs="+", default=[0.85, 0.95])
+    q.add_argument("--locality", choices=("preferred", "required"), default="preferred")
+    r = sub.add_parser("prio-perf", help="decision cost with preemption (preempt_perf.py)")
+    r.add_argument("--nodes", type=int, nargs="+", default=[4096, 65536])
+    r.add_argument("--decisions", type=int, default=200)
+    r.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.cmd == "sim":
         cmd_sim(args)
@@ -387,6 +399,14 @@ def main() -> None:
         from group_inside import cmd_inside
 
         cmd_inside(args)
+    elif args.cmd == "prio-perf":
+        from preempt_perf import cmd_prio_perf
+
+        cmd_prio_perf(args)
+    elif args.cmd == "prio":
+        from group_prio import cmd_prio
+
+        cmd_prio(args)
     else:
         from group_perf import cmd_perf
 

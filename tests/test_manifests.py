@@ -217,6 +217,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-placer") == [
         (("",), ("nodes",), (), ("list", "watch")),
         (("",), ("pods",), (), ("list", "patch", "watch")),
+        (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("",), ("events",), (), ("create",)),
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
@@ -515,6 +516,7 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     hook.decided("leaf", "placed", 0.001)
     hook.group_free_gpus.labels(level="leaf").set(8)
     hook.group_fragmentation.labels(level="leaf").set(0.5)
+    hook.group_waiting_priority.labels(priority="100").set(1)
     exported = (generate_latest(agent.registry) + generate_latest(hook.registry)).decode()
     names = set(
         re.findall(

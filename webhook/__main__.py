@@ -32,7 +32,9 @@ def _offline_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE_OR_DIR",
         help="GpuNodeStatus YAML/JSON files or directories (`gpufabric-agent probe -o yaml`, "
         "`kubectl get gpunodestatuses -o yaml`); Node objects found there (`kubectl get nodes "
-        "-o yaml`) give the node labels the pod's own affinity is checked against",
+        "-o yaml`) give the node labels the pod's own affinity is checked against; Pods there "
+        "(`kubectl get pods -A -o yaml`): the bound ones hold GPUs in the group section (and may "
+        "be preempted), gated group members are the waiting groups",
     )
     p.add_argument(
         "--claim",

@@ -66,6 +66,9 @@ def offline_cache(
                 facts.node_labels[_name(where, doc)] = {
                     str(k): str(v) for k, v in (labels if isinstance(labels, dict) else {}).items()
                 }
+            elif doc.get("kind") == "Pod" and doc.get("apiVersion", "v1") == "v1":
+                _name(where, doc)
+                facts.pods.append(doc)  # bound ones hold GPUs; gated group members wait
     cache.replace_nodes(statuses)
     for name, labels in facts.node_labels.items():
         cache.set_node_labels(name, labels)

@@ -20,15 +20,19 @@ from webhook.groups.choose import (
 )
 from webhook.groups.inside import fewest_possible
 from webhook.groups.names import NVLINK_LEVEL
+from webhook.groups.preempt.offline import preemption_line, running, waiting_lines
 from webhook.groups.seating import rank_runs, seat_new
 from webhook.groups.selector import selector_of
 
 
 def group_section(
-    pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], running: Iterable[Any] = ()
+    pod: Mapping[str, Any],
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]] = (),
 ) -> list[str]:
-    """Lines for explain; [] when the pod is not in a group. `nodes` are Node objects, `running`
-    (uid, node, GPUs) of pods already bound (offline: usually none, so every GPU counts as free)."""
+    """Lines for explain; [] when the pod is not in a group. `nodes` are Node objects, `pods` Pod
+    objects given with them: the bound ones hold their GPUs (and may be preempted), the gated
+    group members are the waiting groups."""
     group, problems = parse_group((pod.get("metadata") or {}).get("annotations") or {})
     if problems:
         return ["", "Group: " + "; ".join(problems)]
@@ -36,8 +40,8 @@ def group_section(
         return []
     view = CapacityView()
     view.replace_nodes(nodes)
-    for uid, node, gpus in running:
-        view.put_pod(uid, node, gpus, True)
+    pods = list(pods)
+    index = running(view, pods)
     spec = pod.get("spec") or {}
     gpus = pod_gpus(spec)
     selector = selector_of(spec)
@@ -71,4 +75,6 @@ def group_section(
         lines.append(f"  ranks: {rank_runs(seats)}")
     else:
         lines.append(f"  decision: wait: {decision.message}")
-    return lines
+        if decision.level is not None:
+            lines.append(preemption_line(view, index, pod, members, decision.level))
+    return lines + waiting_lines(pods, pod)

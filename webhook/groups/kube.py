@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
+from webhook.groups.preempt.state import Outcome
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.kube.client import watch_events
 from webhook.kube.watch import Lister, ListWatch, Obj, Watcher
@@ -88,6 +89,24 @@ class KubePlacerApi:
                 raise Rejected(f"{namespace}/{name}: HTTP {err.status}") from err
             raise
 
+    def evict_pod(self, namespace: str, name: str) -> tuple[Outcome, str]:
+        """policy/v1 Eviction (RBAC: pods/eviction create): the API server honours
+        PodDisruptionBudgets (429) and marks the pod DisruptionTarget (EvictionByEvictionAPI)."""
+        body: Any = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        try:
+            self.core.create_namespaced_pod_eviction(
+                name, namespace, body, _request_timeout=_WRITE_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status in (404, 429):
+                return eviction_outcome(err.status, err.body)
+            raise
+        return "evicted", ""
+
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         meta = pod["metadata"]
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -116,6 +135,22 @@ class KubePlacerApi:
             log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
 
 
+def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
+    """An Eviction answer: 201 evicted, 404 gone (already deleted), 429 blocked with the Status
+    message and its causes (a PodDisruptionBudget names itself in a cause)."""
+    if code == 404:
+        return "gone", ""
+    if code != 429:
+        return "evicted", ""
+    try:
+        status = json.loads(body) if isinstance(body, str | bytes) else {}
+    except ValueError:
+        status = {}
+    status = status if isinstance(status, dict) else {}
+    causes = [str(c.get("message")) for c in (status.get("details") or {}).get("causes") or []]
+    return "blocked", "; ".join([str(status.get("message") or "TooManyRequests"), *causes])
+
+
 def run_placer(
     api_client: client.ApiClient,
     stop: threading.Event,
@@ -123,7 +158,8 @@ def run_placer(
     gauges: Callable[[Placer], None] = lambda _: None,
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
-    placer = Placer(KubePlacerApi(api_client), metrics=metrics)
+    api = KubePlacerApi(api_client)
+    placer = Placer(api, metrics=metrics, evictor=api)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         ListWatch(

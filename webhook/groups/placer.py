@@ -24,6 +24,9 @@ from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
+from webhook.groups.preempt.index import Running
+from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
+from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.ranks import free_ranks
 from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements, seat_words
 from webhook.groups.selector import Selector, selector_of
@@ -48,6 +51,8 @@ class PlacerMetrics(Protocol):
 
     def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
 
+    def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class PodRecord:
@@ -66,6 +71,10 @@ class PodRecord:
     seen: float  # when the placer first saw it gated
     ident: Ident = PLAIN  # its own index, if its controller gives it one
     rank: int | None = None  # the recorded gpufabric.io/rank
+    priority: int = 0  # spec.priority (admission sets it from priorityClassName)
+    never: bool = False  # spec.preemptionPolicy: Never
+    created: str = ""  # metadata.creationTimestamp (RFC 3339: sorts as text)
+    grace: float = 30.0  # spec.terminationGracePeriodSeconds
 
 
 def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
@@ -101,7 +110,15 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         seen=now,
         ident=ident_of(meta.get("labels") or {}, annotations) if grouped else PLAIN,
         rank=natural(rank),
+        priority=_int(spec.get("priority")),
+        never=spec.get("preemptionPolicy") == "Never",
+        created=str(meta.get("creationTimestamp") or ""),
+        grace=float(_int(spec.get("terminationGracePeriodSeconds"), 30)),
     )
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 class Placer:
@@ -112,8 +129,10 @@ class Placer:
         policy: Policy = "tightest",
         clock: Callable[[], float] = time.monotonic,
         metrics: PlacerMetrics | None = None,
+        evictor: Evictor | None = None,
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
+        self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
         self.view = CapacityView()
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
@@ -139,6 +158,7 @@ class Placer:
         old = self.pods
         self.pods, self.groups = {}, {}
         self.view.reset_pods()
+        self.preempt.index.reset()
         for obj in items:
             self._put(obj, old)
         self._repromise()
@@ -149,12 +169,14 @@ class Placer:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             rec = self.pods.pop(uid, None)
             self.view.delete_pod(uid)
+            self.preempt.index.remove(uid)
             if rec is not None and rec.group is not None:
                 key = (rec.namespace, rec.group.name)
                 self.groups.get(key, set()).discard(uid)
                 if not self.groups.get(key):
                     self.groups.pop(key, None)
                     self.waiting.pop(key, None)
+                    self.preempt.done(key)
                     self._said = {k: v for k, v in self._said.items() if k[0] != key}
             self.retry_all()  # freed GPUs may let a waiting group in
             return
@@ -172,6 +194,24 @@ class Placer:
             rec = replace(rec, seen=old.seen)
         self.pods[rec.uid] = rec
         self.view.put_pod(rec.uid, rec.node, rec.gpus, rec.holds)
+        if rec.holds and rec.gpus:
+            gang = (rec.namespace, rec.group.name) if rec.group is not None else None
+            leaving = not rec.member
+            self.preempt.index.put(
+                Running(
+                    rec.uid,
+                    rec.namespace,
+                    rec.name,
+                    rec.node,
+                    rec.gpus,
+                    rec.priority,
+                    gang,
+                    leaving,
+                    rec.grace,
+                )
+            )
+        else:
+            self.preempt.index.remove(rec.uid)
         if rec.group is not None:
             self.groups.setdefault((rec.namespace, rec.group.name), set()).add(rec.uid)
         return rec
@@ -204,7 +244,7 @@ class Placer:
     # -- the work ----------------------------------------------------------------------------
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
-        todo, self.dirty = sorted(self.dirty), set()
+        todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
                 self.dirty.update(todo[i:])
@@ -225,6 +265,7 @@ class Placer:
         gated = [r for r in recs if r.gated]
         if not gated:
             self.waiting.pop(key, None)
+            self.preempt.done(key)
             return
         spec = gated[0].group
         assert spec is not None  # noqa: S101 - gated implies grouped
@@ -234,7 +275,7 @@ class Placer:
             where = parse_placement(recorded.most_common(1)[0][0])
             if where is not None and where[0] in LEVELS:
                 within = (where[0], where[1])
-        problems = disagreements(recs)
+        problems = disagreements(recs) + differ((r.name, r.priority, r.never) for r in recs)
         if not problems and not recorded and len(gated) < spec.size:
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
@@ -263,18 +304,45 @@ class Placer:
             within=within,
         )
         started = time.perf_counter()
-        decided = self._decide(request, recs, indexed.ranks, spec.size, indexed.unranked)
+        masked = self.preempt.mask(self.view, key, gated[0].priority)  # domains held for others
+        try:
+            decided = self._decide(request, recs, indexed.ranks, spec.size, indexed.unranked)
+            more = ""
+            if isinstance(decided, Waiting) and within is None and decided.level is not None:
+                g = Group(
+                    key,
+                    gated[0].priority,
+                    not gated[0].never,
+                    request.members,
+                    levels(self.view, request, decided.level),
+                    tuple(_ref(r) for r in gated),
+                )
+                more = self.preempt.waiting(self.view, g)
+        finally:
+            self.preempt.unmask(self.view, masked)
         took = time.perf_counter() - started
         if isinstance(decided, Waiting):
             if self.metrics:
                 self.metrics.decided(decided.level or "none", "waiting", took)
-            text = f"{spec.locality} group {spec.name}: {decided.message}"
+            text = f"{spec.locality} group {spec.name}: {decided.message}{more}"
             self._wait(key, gated, text, "GroupWaiting")
             return
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", _outcome(decided, within), took)
         self._apply(key, gated, decided, recovery=bool(recorded))
+
+    def order_key(self, key: GroupKey) -> OrderKey:
+        """The order groups are tried in (DESIGN "Priority"; preempt/order.py)."""
+        return order_key(
+            (r.priority, r.created, r.uid)
+            for u in self.groups.get(key, ())
+            if (r := self.pods.get(u)) is not None
+        )
+
+    def waiting_order(self) -> list[tuple[GroupKey, int]]:
+        """The waiting groups with their priority, in the order the placer tries them."""
+        return [(k, -self.order_key(k)[0]) for k in sorted(self.waiting, key=self.order_key)]
 
     def _decide(
         self,
@@ -311,6 +379,7 @@ class Placer:
     ) -> None:
         by_key = {_key(r): r for r in gated}
         self.waiting.pop(key, None)
+        self.preempt.done(key)
         for s in seats:
             rec = by_key[s.member]
             ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)

@@ -9,8 +9,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_POD_META = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
-_POD_SPEC = ("nodeName", "affinity", "nodeSelector", "tolerations", "schedulingGates")
+_POD_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",  # waiting groups are tried oldest first
+    "labels",
+    "annotations",
+)
+_POD_SPEC = (
+    "nodeName",
+    "affinity",
+    "nodeSelector",
+    "tolerations",
+    "schedulingGates",
+    "priority",  # preemption (DESIGN "Priority"); priorityClassName only for people to read
+    "priorityClassName",
+    "preemptionPolicy",
+    "terminationGracePeriodSeconds",  # how long a victim may take to leave
+)
 
 
 def _resources(containers: Any) -> list[dict[str, Any]]:

@@ -17,6 +17,12 @@ def publish(metrics: WebhookMetrics, placer: Placer) -> None:
         metrics.group_free_gpus.labels(level=level).set(view.free_total(nodes))
         metrics.group_fragmentation.labels(level=level).set(view.fragmentation(level))
     metrics.group_waiting.set(len(placer.waiting))
+    by_priority: dict[int, int] = {}
+    for _, priority in placer.waiting_order():
+        by_priority[priority] = by_priority.get(priority, 0) + 1
+    metrics.group_waiting_priority.clear()  # a priority no group waits at any more goes away
+    for priority, count in by_priority.items():
+        metrics.group_waiting_priority.labels(priority=str(priority)).set(count)
 
 
 def gauges_every(metrics: WebhookMetrics, seconds: float) -> Callable[[Placer], None]:

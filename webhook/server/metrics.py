@@ -138,6 +138,27 @@ class WebhookMetrics:
             "Groups with gated members the placer cannot place yet",
             registry=r,
         )
+        self.group_waiting_priority = Gauge(
+            "gpufabric_group_waiting_by_priority",
+            "Waiting groups by their priority (spec.priority of their members)",
+            ["priority"],
+            registry=r,
+        )
+        self.group_preemptions = Counter(
+            "gpufabric_group_preemptions_total",
+            "Preemptions started for waiting groups (one domain each)",
+            registry=r,
+        )
+        self.group_preempted_pods = Counter(
+            "gpufabric_group_preempted_pods_total",
+            "Pods the placer evicted to free a domain for a higher-priority group",
+            registry=r,
+        )
+        self.group_preempted_gpus = Counter(
+            "gpufabric_group_preempted_gpus_total",
+            "GPUs freed by those evictions",
+            registry=r,
+        )
         self.placer_leader = Gauge(
             "gpufabric_placer_is_leader",
             "1 while this replica holds the placer Lease",
@@ -150,3 +171,8 @@ class WebhookMetrics:
 
     def ungated(self, gated_seconds: float, recovery: bool) -> None:
         (self.group_recovery if recovery else self.group_gated).observe(gated_seconds)
+
+    def preempted(self, plans: int, pods: int, gpus: int) -> None:
+        self.group_preemptions.inc(plans)
+        self.group_preempted_pods.inc(pods)
+        self.group_preempted_gpus.inc(gpus)

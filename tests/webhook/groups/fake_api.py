@@ -1,17 +1,23 @@
 """An API server stand-in for the placer: stores pods, applies JSON patches the way the real one
 does (a failing `test` op is HTTP 422, an unknown pod 404), enforces what may change while a pod is
-gated (KEP-3838, shared/notes/k8s_placement.md 4.4), and records Events."""
+gated (KEP-3838, shared/notes/k8s_placement.md 4.4), answers Eviction as kube-apiserver's
+pods/eviction does (pkg/registry/core/pod/storage/eviction.go: 201 with a Success Status, 429
+TooManyRequests naming the PodDisruptionBudget, 404 for a pod already gone; an evicted pod gets
+deletionTimestamp and the DisruptionTarget condition), and records Events."""
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
 
 from tests.webhook.groups.fabric import gpu_pod
+from webhook.groups.kube import eviction_outcome
 from webhook.groups.placer import Placer, Rejected
+from webhook.groups.preempt.state import Outcome
 from webhook.kube.nodeselector import required_terms
 
 
@@ -63,6 +69,9 @@ class FakeApi:
         self.patches: list[tuple[str, list[dict[str, Any]]]] = []
         self.events: list[tuple[str, str, str]] = []
         self.fail_after: int | None = None  # simulate a crash: raise after this many patches
+        self.pdbs: dict[str, tuple[dict[str, str], int]] = {}  # name -> (selector, allowed)
+        self.evictions: list[tuple[str, int]] = []  # (pod name, HTTP status answered)
+        self.now = 0.0  # the placer's clock where a test passes it
 
     def create(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]
@@ -89,8 +98,64 @@ class FakeApi:
         self.pods[(namespace, name)] = new
         self.patches.append((name, ops))
 
+    def eviction(self, namespace: str, name: str) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and body kube-apiserver answers a policy/v1 Eviction with."""
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            return 404, status(404, "NotFound", f'pods "{name}" not found')
+        labels = pod["metadata"].get("labels") or {}
+        if not pod["metadata"].get("deletionTimestamp"):  # a terminating pod skips the PDB check
+            for pdb, (selector, allowed) in sorted(self.pdbs.items()):
+                if selector.items() <= labels.items():
+                    if allowed <= 0:
+                        body = status(
+                            429,
+                            "TooManyRequests",
+                            "Cannot evict pod as it would violate the pod's disruption budget.",
+                        )
+                        body["details"] = {
+                            "causes": [
+                                {
+                                    "reason": "DisruptionBudget",
+                                    "message": f"The disruption budget {pdb} needs 1 healthy "
+                                    "pods and has 1 currently",
+                                }
+                            ]
+                        }
+                        return 429, body
+                    self.pdbs[pdb] = (selector, allowed - 1)
+            pod["metadata"]["deletionTimestamp"] = "2026-11-26T14:00:00Z"
+            conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+            conditions.append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                }
+            )
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+    def evict_pod(self, namespace: str, name: str) -> tuple[Outcome, str]:
+        code, body = self.eviction(namespace, name)
+        self.evictions.append((name, code))
+        return eviction_outcome(code, json.dumps(body))
+
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         self.events.append((pod["metadata"]["name"], reason, message))
+
+
+def status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code,
+    }
 
 
 def setup(
@@ -99,7 +164,7 @@ def setup(
     """A placer on these nodes, fed by a fake API server; `busy` GPUs of each node already run
     other pods."""
     api = FakeApi()
-    placer = Placer(api)
+    placer = Placer(api, evictor=api)
     placer.nodes_listed(nodes)
     placer.pods_listed(
         [

@@ -35,3 +35,37 @@ def test_explain_of_an_ungrouped_pod_has_no_group_section() -> None:
     cache.replace_nodes(golden_statuses())
     pod = gpu_pod("w-0", 8)
     assert "Group " not in explain(pod, requirements(pod, "team-a", cache.claim), cache)
+
+
+def test_explain_offline_counts_the_running_pods_and_shows_preemption_and_the_queue() -> None:
+    status = dict(golden_statuses())["hgx-h100"]  # 8 GPUs
+    nodes = fabric(8)  # leaf-0, leaf-1
+    cache = FabricCache()
+    cache.replace_nodes([(n["metadata"]["name"], copy.deepcopy(status)) for n in nodes])
+    running = [
+        gpu_pod(f"run-{i}", 8, namespace="batch", node_name=f"node-{i:04d}", phase="Running")
+        for i in range(8)
+    ]
+    for i, p in enumerate(running):
+        p["spec"]["priority"] = 100 if i < 4 else 2_000_000  # leaf-0 may be preempted
+    low = gpu_pod("old-0", 8, group="old", size=4, level="leaf", gated=True)
+    low["spec"]["priority"] = 100
+    low["metadata"]["creationTimestamp"] = "2026-11-26T09:00:00Z"
+    facts = NodeFacts(
+        node_labels={n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes},
+        pods=[*running, low],
+    )
+    pod = gpu_pod("w-0", 8, group="llama", size=4, level="leaf")
+    pod["spec"]["priority"] = 1_000_000
+    out = explain(pod, requirements(pod, "team-a", cache.claim), cache, facts)
+    tail = out.split("\n\nGroup ")[1].splitlines()
+    assert tail[1:] == [
+        "  [no  ] leaf leaf-0: 0 free GPUs; 0 usable free GPUs, needs 32",
+        "  [no  ] leaf leaf-1: 0 free GPUs; 0 usable free GPUs, needs 32",
+        "  decision: wait: no leaf has 32 free GPUs for 4 pods",
+        "  preemption: would evict 4 pods (32 GPUs, priority <= 100) in leaf leaf-0: "
+        "batch/run-0, batch/run-1, batch/run-2, batch/run-3",
+        "  waiting groups, in the order the placer tries them:",
+        "    team-a/llama: priority 1000000, first created ?  <- this group",
+        "    team-a/old: priority 100, first created 2026-11-26T09:00:00Z",
+    ]

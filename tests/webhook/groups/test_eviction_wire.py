@@ -1,0 +1,69 @@
+"""KubePlacerApi.evict_pod over loopback HTTP against the fake API server's Eviction answers
+(kube-apiserver's pods/eviction: 201 Success Status, 429 TooManyRequests naming the PDB, 404)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.fakes.http import reply, start
+from tests.webhook.groups.fabric import gpu_pod
+from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.kube import KubePlacerApi
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]]]:
+    fake = FakeApi()
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length))
+            seen.append({"path": self.path, "body": body})
+            parts = self.path.split("/")  # /api/v1/namespaces/NS/pods/NAME/eviction
+            code, answer = fake.eviction(parts[4], parts[6])
+            reply(self, code, json.dumps(answer).encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = start(Handler)
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield KubePlacerApi(client.ApiClient(cfg)), fake, seen
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_eviction_goes_through_the_eviction_api_and_reads_each_answer(
+    server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
+) -> None:
+    api, fake, seen = server
+    fake.create(gpu_pod("run-0", 8, namespace="batch", node_name="node-0000"))
+    protected = gpu_pod("db-0", 8, namespace="batch", node_name="node-0001")
+    protected["metadata"]["labels"] = {"app": "db"}
+    fake.create(protected)
+    fake.pdbs["db"] = ({"app": "db"}, 0)
+    assert api.evict_pod("batch", "run-0") == ("evicted", "")
+    assert seen[0] == {
+        "path": "/api/v1/namespaces/batch/pods/run-0/eviction",
+        "body": {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "run-0", "namespace": "batch"},
+        },
+    }
+    outcome, message = api.evict_pod("batch", "db-0")
+    assert outcome == "blocked"
+    assert message == (
+        "Cannot evict pod as it would violate the pod's disruption budget.; "
+        "The disruption budget db needs 1 healthy pods and has 1 currently"
+    )
+    assert api.evict_pod("batch", "gone-0") == ("gone", "")

@@ -1,0 +1,104 @@
+"""The victim choice and the running-pod index it reads (pure; no API)."""
+
+from __future__ import annotations
+
+import random
+
+from tests.webhook.groups.fabric import fabric
+from webhook.groups.capacity import CapacityView
+from webhook.groups.choose import Member
+from webhook.groups.preempt.index import Running, RunningIndex
+from webhook.groups.preempt.victims import choose
+from webhook.groups.selector import selector_of
+
+ANY = selector_of({})
+
+
+def world(pods: list[Running], nodes: int = 8) -> tuple[CapacityView, RunningIndex]:
+    view = CapacityView()
+    view.replace_nodes(fabric(nodes))
+    index = RunningIndex()
+    for r in pods:
+        view.put_pod(r.uid, r.node, r.gpus, True)
+        index.put(r)
+    return view, index
+
+
+def run(name: str, node: int, gpus: int, priority: int, gang: str = "") -> Running:
+    return Running(
+        name, "b", name, f"node-{node:04d}", gpus, priority, ("b", gang) if gang else None, False
+    )
+
+
+def members(n: int, gpus: int = 8) -> tuple[Member, ...]:
+    return tuple(Member(f"g/{i}", gpus, ANY) for i in range(n))
+
+
+def test_lowest_priorities_first_then_fewest_pods_and_the_spare_ones_kept() -> None:
+    pods = [
+        # leaf-0: one node of 8 x 1-GPU pods at 100, the rest whole-node pods at 300
+        *(run(f"small-{k}", 0, 1, 100) for k in range(8)),
+        *(run(f"mid-{i}", i, 8, 300) for i in (1, 2, 3)),
+        # leaf-1: whole-node pods at 200: its highest victim is lower than leaf-0's
+        *(run(f"low-{i}", i, 8, 200) for i in (4, 5, 6, 7)),
+    ]
+    view, index = world(pods)
+    plan = choose(view, index, members(2), "leaf", 1000)
+    assert plan is not None and plan.domain == "leaf-1"  # priority 200 < 300 beats fewer pods
+    assert sorted(v.name for v in plan.victims) == ["low-4", "low-5"]  # only what it needs
+    assert plan.cost == (False, 200, 2, 16)
+    assert choose(view, index, members(2), "leaf", 200) is None  # never equal or higher
+    blocked = choose(view, index, members(2), "leaf", 1000, blocked={"leaf-1"})
+    assert blocked is not None and blocked.domain == "leaf-0"  # a PDB-blocked leaf comes last
+
+
+def test_a_gang_member_brings_its_whole_gang_and_higher_gangs_are_safe() -> None:
+    pods = [
+        run("g-a", 0, 8, 100, gang="old"),
+        run("g-b", 4, 8, 100, gang="old"),  # the same gang, in leaf-1
+        *(run(f"r-{i}", i, 8, 100) for i in (1, 2, 3, 5, 6, 7)),
+    ]
+    view, index = world(pods)
+    plan = choose(view, index, members(4), "leaf", 1000)
+    assert plan is not None and plan.domain == "leaf-0"  # equal cost: fabric order
+    assert sorted(v.name for v in plan.victims) == ["g-a", "g-b", "r-1", "r-2", "r-3"]
+    assert plan.cost == (False, 100, 5, 40)
+    view, index = world([*pods[:2], run("vip", 1, 8, 5000, gang="vip"), *pods[3:]])
+    plan = choose(view, index, members(4), "leaf", 1000)
+    assert plan is not None and plan.domain == "leaf-1"  # leaf-0 holds a pod it may not evict
+
+
+def test_the_index_after_any_sequence_equals_one_built_afresh() -> None:
+    rng = random.Random(3)
+    nodes = fabric(16)
+    view = CapacityView()
+    view.replace_nodes(nodes)
+    index = RunningIndex()
+    index.domains(view, "leaf")  # built: from here on kept up to date
+    live: dict[str, Running] = {}
+    for step in range(400):
+        if step == 200:  # a node moves to another leaf: its pods count there now
+            nodes[3]["metadata"]["labels"]["gpufabric.io/leaf"] = "leaf-3"
+            view.put_node(nodes[3])
+        uid = f"p{rng.randrange(40)}"
+        if uid in live and rng.random() < 0.5:
+            index.remove(uid)
+            del live[uid]
+        else:
+            r = Running(
+                uid,
+                "b",
+                uid,
+                f"node-{rng.randrange(16):04d}",
+                rng.choice((1, 4, 8)),
+                rng.choice((100, 200)),
+                None,
+                rng.random() < 0.1,
+            )
+            index.put(r)
+            live[uid] = r
+        fresh = RunningIndex()
+        for r in live.values():
+            fresh.put(r)
+        for level in ("leaf", "leaf-pair"):
+            assert index.domains(view, level) == fresh.domains(view, level)

@@ -1,0 +1,80 @@
+"""What `explain` says about priority offline: the running pods it is given (they hold GPUs and
+may be victims), the group's would-be preemption, and the waiting groups in the placer's order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from webhook.groups.capacity import CapacityView
+from webhook.groups.choose import Member
+from webhook.groups.names import Level
+from webhook.groups.placer import pod_record
+from webhook.groups.preempt.index import Running, RunningIndex
+from webhook.groups.preempt.victims import choose, describe
+
+
+def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningIndex:
+    """Bound, non-terminal pods: their GPUs taken in the view, and indexed by priority."""
+    index = RunningIndex()
+    for obj in pods:
+        rec = pod_record(obj, 0.0)
+        if not rec.holds or not rec.gpus:
+            continue
+        view.put_pod(rec.uid, rec.node, rec.gpus, True)
+        gang = (rec.namespace, rec.group.name) if rec.group is not None else None
+        index.put(
+            Running(
+                rec.uid,
+                rec.namespace,
+                rec.name,
+                rec.node,
+                rec.gpus,
+                rec.priority,
+                gang,
+                not rec.member,
+                rec.grace,
+            )
+        )
+    return index
+
+
+def preemption_line(
+    view: CapacityView,
+    index: RunningIndex,
+    pod: Mapping[str, Any],
+    members: tuple[Member, ...],
+    level: Level,
+) -> str:
+    spec = pod.get("spec") or {}
+    rec = pod_record(pod, 0.0)
+    if spec.get("preemptionPolicy") == "Never":
+        return "  preemption: none (preemptionPolicy Never)"
+    plan = choose(view, index, members, level, rec.priority)
+    if plan is None:
+        return f"  preemption: no {level} is freed by pods of priority < {rec.priority}"
+    return (
+        f"  preemption: would evict {len(plan.victims)} pods ({plan.gpus} GPUs, priority <= "
+        f"{plan.cost[1]}) in {level} {plan.domain}: {describe(plan)}"
+    )
+
+
+def waiting_lines(pods: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[str]:
+    """The gated groups among the pods (and this pod's), highest priority first, then oldest."""
+    first: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for obj in [*pods, pod]:
+        rec = pod_record(obj, 0.0)
+        if rec.group is None or not (rec.gated or obj is pod) or not rec.member:
+            continue
+        key = (rec.namespace, rec.group.name)
+        mine = (-rec.priority, rec.created, rec.uid)
+        first[key] = min(first.get(key, mine), mine)
+    if len(first) < 2:
+        return []
+    me = pod_record(pod, 0.0)
+    own = (me.namespace, me.group.name if me.group is not None else "")
+    lines = ["  waiting groups, in the order the placer tries them:"]
+    for key, (p, created, _) in sorted(first.items(), key=lambda kv: kv[1]):
+        mark = "  <- this group" if key == own else ""
+        lines.append(f"    {key[0]}/{key[1]}: priority {-p}, first created {created or '?'}{mark}")
+    return lines
