@@ -18,7 +18,7 @@ from typing import Any
 from common import api
 from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
 from webhook.groups.ranks import lowest
-from webhook.groups.selector import Selector
+from webhook.groups.selector import Selector, admitting
 from webhook.groups.tally import Tally
 
 _MEMO_LIMIT = 512  # distinct pod shapes whose eligible nodes are kept
@@ -401,9 +401,7 @@ class CapacityView:
         if hit is None:
             if len(self._eligible) >= _MEMO_LIMIT:
                 self._eligible, self._frozen = {}, {}
-            nodes = {
-                n.name for n in self.nodes.values() if n.usable and selector.admits(*_facts(n))
-            }
+            nodes = admitting(selector, (_facts(n) for n in self.nodes.values() if n.usable))
             hit = self._eligible[selector.signature] = (selector, nodes)
         return hit[1]
 

@@ -196,8 +196,24 @@ class _Eval:
     def usable(self, level: Level) -> dict[str, int]:
         """Per domain of the level (those with any): free GPUs on nodes a member may go to that
         have room for the smallest member."""
-        counts = self.tally().free[LEVELS.index(level)]
+        i = LEVELS.index(level)
+        if self.smallest <= 1:  # every free GPU counts
+            return dict(self.tally().sums[i])
+        counts = self.tally().free[i]
         return {d: u for d, c in counts.items() if (u := free_for(c, self.smallest)) > 0}
+
+    def most_usable(self, level: Level) -> tuple[str, int] | None:
+        """The domain with the most usable free GPUs (the first in fabric order of equals)."""
+        i, order = LEVELS.index(level), self.view.order(level)
+        counts = self.tally().free[i]
+        best: tuple[int, int, str] | None = None
+        for d, have in self.tally().sums[i].items():
+            if best is not None and have < -best[0]:
+                continue  # its free GPUs bound what it can offer
+            u = have if self.smallest <= 1 else free_for(counts[d], self.smallest)
+            if u > 0 and (best is None or (-u, order[d]) < best[:2]):
+                best = (-u, order[d], d)
+        return None if best is None else (best[2], -best[0])
 
     def may_fit(self, level: Level, domain: str) -> bool:
         """False when the domain surely cannot hold the members now (a bound from its tally)."""
@@ -226,10 +242,12 @@ class _Eval:
         uniform = self.uniform()
         found = []
         for d, have in sums.items():
-            if have < self.need or free_for(counts[d], self.smallest) < self.need:
+            if have < self.need:
                 continue
-            if uniform is not None:
+            if uniform is not None:  # enough whole-pod slots imply enough usable GPUs
                 ok = slots(counts[d], uniform[1]) >= uniform[2]
+            elif free_for(counts[d], self.smallest) < self.need:
+                continue
             else:
                 nodes = self.view.domain_nodes(level, d)
                 ok = pack(self.members, nodes, self.free, self.eligible) is not None
@@ -297,13 +315,9 @@ def _best(ev: _Eval, view: CapacityView, level: Level, policy: Policy) -> Placed
 
 
 def _why_waiting(ev: _Eval, view: CapacityView, level: Level) -> str:
-    usable = ev.usable(level)
-    order = view.order(level)
     text = f"no {level} has {ev.need} free GPUs for {len(ev.members)} pods"
-    if not usable:
-        return text
-    best = min(usable, key=lambda d: (-usable[d], order[d]))
-    return f"{text}; best: {best} with {usable[best]}"
+    best = ev.most_usable(level)
+    return text if best is None else f"{text}; best: {best[0]} with {best[1]}"
 
 
 def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
