@@ -33,12 +33,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from group_sim import ANY, FABRICS, node_objs, pct  # noqa: E402
+from group_sim import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import Member, Placed, Request, decide  # noqa: E402
-from webhook.groups.names import GATE  # noqa: E402
-from webhook.groups.placer import Placer  # noqa: E402
-from webhook.groups.seating import seat_new  # noqa: E402
+from webhook.groups.choose import Member, Placed, Request, decide
+from webhook.groups.names import GATE
+from webhook.groups.placer import Placer
+from webhook.groups.seating import seat_new
 
 CURVE = (("tree", 4096), ("tree", 16384), ("tree", 65536), ("nvl72", 65520))
 BASE = 4096  # the size the busy-pod mix is drawn for
@@ -169,7 +169,7 @@ def curve(decisions: int, seed: int) -> None:
     for fabric, nodes in CURVE:
         cmd = [sys.executable, __file__, "--json", "--fabric", fabric, "--nodes", str(nodes)]
         cmd += ["--decisions", str(decisions), "--seed", str(seed)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout  # noqa: S603
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out))
         print(f"{fabric} {nodes:,}: done", file=sys.stderr, flush=True)
     print(

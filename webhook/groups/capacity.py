@@ -300,9 +300,10 @@ class CapacityView:
 
     def tally(self, selectors: Iterable[Selector]) -> Tally:
         """Free capacity per domain over the usable nodes that any of these selectors admits
-        (read-only for callers). The last few distinct sets are kept current per event."""
+        (read-only for callers; no selectors: every usable node). The last few distinct sets
+        are kept current per event."""
         by = {s.signature: s for s in selectors}
-        if any(len(self.admitted(s)) == self._usable for s in by.values()):
+        if not by or any(len(self.admitted(s)) == self._usable for s in by.values()):
             return self._all  # the common case: the pods may go to every usable node
         key = frozenset(by)
         tracked = self._tallies.pop(key, None)
