@@ -9,21 +9,23 @@ never promised the same free GPUs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from common import api
-from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
+from webhook.groups import order
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.order import LEAF as LEAF
+from webhook.groups.order import Index
+from webhook.groups.order import fabric_order as fabric_order
 from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector, admitting
 from webhook.groups.tally import Tally
 
 _MEMO_LIMIT = 512  # distinct pod shapes whose eligible nodes are kept
 _TALLY_LIMIT = 8  # distinct constraint sets (other than "every usable node") tallied per domain
-LEAF = LEVELS.index(NETWORK_LEVELS[0])  # where the nesting network levels start in LEVELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +106,6 @@ def pod_gpus(spec: Mapping[str, Any]) -> int:
     return max([main + sidecars, *init])
 
 
-_NUM = re.compile(r"(\d+)")
-
-
-def fabric_order(value: str) -> tuple[tuple[int, str], ...]:
-    """Natural order of domain names (leaf-2 before leaf-10): the fabric's own order."""
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _NUM.split(value) if p)
-
-
 def _where(labels: Mapping[str, str]) -> tuple[str | None, ...]:
     return tuple(labels.get(level_key(level)) or None for level in LEVELS)
 
@@ -145,7 +139,7 @@ class CapacityView:
         self._members: dict[Level, dict[str, tuple[str, ...]]] = {}
         self._order: dict[Level, dict[str, int]] = {}
         self.memo: dict[object, object] = {}  # per node generation, for choose.py
-        self._index: dict[Level, tuple[tuple[str, tuple[str, ...]], ...]] | None = None
+        self._index: Index | None = None
         self._eligible: dict[str, tuple[Selector, set[str]]] = {}  # kept current per node
         self._frozen: dict[str, frozenset[str]] = {}  # eligible() copies until a node changes
         self.generation = 0  # bumps whenever a node changes in a way placement reads
@@ -343,52 +337,15 @@ class CapacityView:
         index = self.index()
         return tuple(level for level in LEVELS if index[level])
 
-    def index(self) -> dict[Level, tuple[tuple[str, tuple[str, ...]], ...]]:
+    def index(self) -> Index:
         """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the
-        leaf domains that hold them)."""
+        leaf domains that hold them). Rebuilt only after a node comes, goes or changes domains."""
         if self._index is None:
-            built: dict[Level, dict[str, list[str]]] = {level: {} for level in LEVELS}
-            for name in sorted(self.nodes, key=fabric_order):
-                labels = self.nodes[name].labels
-                for level in LEVELS:
-                    domain = labels.get(level_key(level))
-                    if domain:
-                        built[level].setdefault(domain, []).append(name)
-            leaves = sorted(built[NETWORK_LEVELS[0]], key=fabric_order)
-            rank = {leaf: i for i, leaf in enumerate(leaves)}
-            leaf_key = level_key(NETWORK_LEVELS[0])
-
-            def key(level: Level, domain: str, members: list[str]) -> tuple[int, Any]:
-                """Network levels by name; NVLink domains (named by UUID) by the first leaf
-                domain that holds them, so they follow the fabric too."""
-                if level != LEVELS[0]:
-                    return 0, fabric_order(domain)
-                at = (rank.get(self.nodes[n].labels.get(leaf_key, ""), len(rank)) for n in members)
-                return min(at, default=len(rank)), fabric_order(domain)
-
-            self._index = {
-                level: tuple(
-                    (d, tuple(members))
-                    for _, d, members in sorted(
-                        (key(level, d, m), d, m) for d, m in built[level].items()
-                    )
-                )
-                for level in LEVELS
-            }
+            self._index, self._up = order.build(self._where)
             self._members = {level: dict(self._index[level]) for level in LEVELS}
             self._order = {
                 level: {d: i for i, (d, _) in enumerate(self._index[level])} for level in LEVELS
             }
-            up: dict[str, tuple[str | None, ...]] | None = {}
-            for where in self._where.values():
-                net = where[LEAF:]
-                if up is None:
-                    break
-                if net[0] is None:
-                    up = None if any(net) else up
-                elif up.setdefault(net[0], net[1:]) != net[1:]:
-                    up = None
-            self._up = up
         return self._index
 
     def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:
