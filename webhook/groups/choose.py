@@ -223,8 +223,10 @@ class _Eval:
     def fits_empty(self, level: Level) -> bool:
         """Some domain of the level holds every member when nothing runs on it."""
         uniform = self.uniform()
-        for domain, counts in self.tally().alloc[LEVELS.index(level)].items():
-            if free_for(counts, self.smallest) < self.need:
+        i = LEVELS.index(level)
+        size = self.tally().size[i]
+        for domain, counts in self.tally().alloc[i].items():
+            if size[domain] < self.need or free_for(counts, self.smallest) < self.need:
                 continue
             if uniform is not None:
                 if slots(counts, uniform[1]) >= uniform[2]:
@@ -323,6 +325,8 @@ def _why_waiting(ev: _Eval, view: CapacityView, level: Level) -> str:
 def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     """Fewest domains of the top level: largest first, then the tightest one for the rest."""
     usable = ev.usable(level)
+    if sum(usable.values()) < ev.need:
+        return None  # not even every usable free GPU together would do
     domains = sorted(view.index()[level], key=lambda d: -usable.get(d[0], 0))
     room: dict[str, int] = {}
 
@@ -336,11 +340,12 @@ def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     used: set[str] = set()
     while left:
         rest = ev.subset(left)
-        whole = [
-            (sum(free(n) for n in nodes), order, d, a)
-            for order, (d, nodes) in enumerate(domains)
-            if d not in used and rest.may_fit(level, d) and (a := rest.fit(nodes, free)) is not None
-        ]
+        whole = []
+        for order, (d, nodes) in enumerate(domains[len(used) :], start=len(used)):
+            if usable.get(d, 0) < rest.need:
+                break  # the domains are in falling order of what they can offer
+            if rest.may_fit(level, d) and (a := rest.fit(nodes, free)) is not None:
+                whole.append((sum(free(n) for n in nodes), order, d, a))
         if whole:
             _, _, domain, assigned = min(whole, key=lambda w: w[:2])
             out += [Assignment(k, level, domain, n) for k, n in sorted(assigned.items())]

@@ -2,10 +2,10 @@
 
 A Tally covers a set of usable nodes (all of them, or those a pod shape's constraints admit). Per
 level and domain it keeps how many of its nodes have each amount of free GPUs (nodes with none
-left out), their free GPUs summed, and how many have each amount of allocatable GPUs (what the
-domain holds when empty). A node's change touches one entry per level it is labelled with; every
-question a decision asks of a domain (free GPUs, free GPUs on nodes with room for the smallest
-pod, whole-pod slots) is a sum over a handful of distinct amounts.
+left out) and their free GPUs summed; and how many have each amount of allocatable GPUs, summed
+too (what the domain holds when empty). A node's change touches one entry per level it is
+labelled with; every question a decision asks of a domain (free GPUs, free GPUs on nodes with
+room for the smallest pod, whole-pod slots) is a sum over a handful of distinct amounts.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class Tally:
         self.free: list[dict[str, Counts]] = [{} for _ in LEVELS]  # nodes by free GPUs (> 0)
         self.sums: list[dict[str, int]] = [{} for _ in LEVELS]  # free GPUs per domain
         self.alloc: list[dict[str, Counts]] = [{} for _ in LEVELS]  # nodes by allocatable GPUs
+        self.size: list[dict[str, int]] = [{} for _ in LEVELS]  # allocatable GPUs per domain
 
     def add(self, where: Sequence[str | None], free: int, gpus: int, by: int = 1) -> None:
         """Count a usable node in (by=1) or out (by=-1) of every domain it is in."""
@@ -42,6 +43,11 @@ class Tally:
             if domain is None:
                 continue
             _bump(self.alloc[i], domain, gpus, by)
+            size = self.size[i]
+            if domain in self.alloc[i]:
+                size[domain] = size.get(domain, 0) + by * gpus
+            else:
+                size.pop(domain, None)
             if free > 0:
                 _bump(self.free[i], domain, free, by)
                 sums = self.sums[i]

@@ -86,7 +86,7 @@ def expected(view: CapacityView, pods: dict[str, tuple[str, int]], nodes: set[st
 
 
 def same(a: Tally, b: Tally) -> bool:
-    return (a.free, a.sums, a.alloc) == (b.free, b.sums, b.alloc)
+    return (a.free, a.sums, a.alloc, a.size) == (b.free, b.sums, b.alloc, b.size)
 
 
 def admitted_now(view: CapacityView, s: Selector) -> set[str]:
