@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from common import api
-from webhook.groups import order
 from webhook.groups.names import LEVELS, Level, level_key
 from webhook.groups.order import LEAF as LEAF
-from webhook.groups.order import Index
+from webhook.groups.order import FabricOrder, Index
 from webhook.groups.order import fabric_order as fabric_order
 from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector, admitting
@@ -134,12 +133,9 @@ class CapacityView:
         self._usable = 0  # usable nodes
         self._all = Tally()  # every usable node, per domain
         self._tallies: dict[frozenset[str], _Tracked] = {}  # by the signatures they admit for
-        self._up: dict[str, tuple[str | None, ...]] | None = None  # leaf -> pair, quad, spine
-        self._where: dict[str, tuple[str | None, ...]] = {}  # node -> its domain per level
-        self._members: dict[Level, dict[str, tuple[str, ...]]] = {}
-        self._order: dict[Level, dict[str, int]] = {}
+        self._fabric = FabricOrder()
+        self._where = self._fabric.where  # node -> its domain per level
         self.memo: dict[object, object] = {}  # per node generation, for choose.py
-        self._index: Index | None = None
         self._eligible: dict[str, tuple[Selector, set[str]]] = {}  # kept current per node
         self._frozen: dict[str, frozenset[str]] = {}  # eligible() copies until a node changes
         self.generation = 0  # bumps whenever a node changes in a way placement reads
@@ -147,34 +143,32 @@ class CapacityView:
     # -- nodes -------------------------------------------------------------------------------
     def put_node(self, obj: Mapping[str, Any]) -> None:
         info = node_info(obj)
-        old = self.nodes.get(info.name)
-        if old != info:
+        if self.nodes.get(info.name) != info:
             self._node_out(info.name)
             self.nodes[info.name] = info
-            self._where[info.name] = _where(info.labels)
+            self._fabric.put(info.name, _where(info.labels))
             self._node_in(info.name)
-            self._changed(old is None or self._where[info.name] != _where(old.labels))
+            self._changed()
 
     def delete_node(self, name: str) -> None:
         if name in self.nodes:
             self._node_out(name)
             del self.nodes[name]
-            del self._where[name]
+            self._fabric.put(name, None)
             self._node_in(name)  # only drops it from the eligible sets
-            self._changed(True)
+            self._changed()
 
     def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
         self.nodes = {i.name: i for i in map(node_info, objs)}
-        self._where = {name: _where(info.labels) for name, info in self.nodes.items()}
+        self._fabric = FabricOrder()
+        self._where = self._fabric.where
+        for name, info in self.nodes.items():
+            self._fabric.put(name, _where(info.labels))
         self._eligible, self._tallies = {}, {}
         self._recount()
-        self._changed(True)
+        self._changed()
 
-    def _changed(self, structure: bool) -> None:
-        """`structure`: a node came, went or changed its domains (the fabric order is rebuilt)."""
-        if structure:
-            self._index = None
-            self._up = None
+    def _changed(self) -> None:
         self.memo = {}
         self._frozen = {}
         self.generation += 1
@@ -315,8 +309,7 @@ class CapacityView:
         """leaf -> its leaf-pair, leaf-quad and spine, when every node of a leaf agrees on them
         and every node with a network label has a leaf (the network domains nest); else None.
         NVLink domains are not part of it: one may span two leaf domains."""
-        self.index()
-        return self._up
+        return self._fabric.nesting()
 
     def where(self, node: str) -> tuple[str | None, ...]:
         """The node's domain at each level (LEVELS order), None where it has no label."""
@@ -329,28 +322,20 @@ class CapacityView:
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position in fabric order."""
-        self.index()
-        return self._order[level]
+        return self._fabric.order(level)
 
     def levels(self) -> tuple[Level, ...]:
         """Levels at least one node is labelled with, bottom -> top."""
-        index = self.index()
-        return tuple(level for level in LEVELS if index[level])
+        return self._fabric.levels()
 
     def index(self) -> Index:
         """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the
-        leaf domains that hold them). Rebuilt only after a node comes, goes or changes domains."""
-        if self._index is None:
-            self._index, self._up = order.build(self._where)
-            self._members = {level: dict(self._index[level]) for level in LEVELS}
-            self._order = {
-                level: {d: i for i, (d, _) in enumerate(self._index[level])} for level in LEVELS
-            }
-        return self._index
+        leaf domains that hold them). Assembled when asked for; a decision reads only order()
+        and the nodes of the domains it looks at (domain_nodes)."""
+        return self._fabric.index()
 
     def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:
-        self.index()
-        return self._members[level].get(domain, ())
+        return self._fabric.nodes(level, domain)
 
     def admitted(self, selector: Selector) -> AbstractSet[str]:
         """Usable nodes the selector admits, kept current as nodes change (read-only for

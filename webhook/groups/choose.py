@@ -327,7 +327,8 @@ def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     usable = ev.usable(level)
     if sum(usable.values()) < ev.need:
         return None  # not even every usable free GPU together would do
-    domains = sorted(view.index()[level], key=lambda d: -usable.get(d[0], 0))
+    order = view.order(level)
+    domains = sorted(order, key=lambda d: (-usable.get(d, 0), order[d]))
     room: dict[str, int] = {}
 
     def free(n: str) -> int:
@@ -341,25 +342,26 @@ def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     while left:
         rest = ev.subset(left)
         whole = []
-        for order, (d, nodes) in enumerate(domains[len(used) :], start=len(used)):
+        for at, d in enumerate(domains[len(used) :], start=len(used)):
             if usable.get(d, 0) < rest.need:
                 break  # the domains are in falling order of what they can offer
+            nodes = view.domain_nodes(level, d)
             if rest.may_fit(level, d) and (a := rest.fit(nodes, free)) is not None:
-                whole.append((sum(free(n) for n in nodes), order, d, a))
+                whole.append((sum(free(n) for n in nodes), at, d, a))
         if whole:
             _, _, domain, assigned = min(whole, key=lambda w: w[:2])
             out += [Assignment(k, level, domain, n) for k, n in sorted(assigned.items())]
             return Placed(level, tuple(out))
-        nxt = next(((d, nodes) for d, nodes in domains if d not in used), None)
-        if nxt is None:
+        if len(used) == len(domains):
             return None
-        domain, nodes = nxt
-        used.add(domain)
+        nxt = domains[len(used)]  # the largest left
+        used.add(nxt)
+        nodes = view.domain_nodes(level, nxt)
         assigned = pack(left, nodes, free, ev.eligible, partial=True) or {}
         sizes = {m.key: m.gpus for m in left}
         for k, n in sorted(assigned.items()):
             room[n] -= sizes[k]
-            out.append(Assignment(k, level, domain, n))
+            out.append(Assignment(k, level, nxt, n))
         left = [m for m in left if m.key not in assigned]
     return Placed(level, tuple(out))
 

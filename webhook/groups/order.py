@@ -1,11 +1,12 @@
 """Fabric order: every level's domains, and each domain's nodes, in the order that builds pairs
-and quads (DESIGN.md "Ranks"). Pure over each node's domain per level."""
+and quads (DESIGN.md "Ranks"). Domain memberships are kept per node event; a level's order or a
+domain's node list is sorted again only after a change touched it, and only when asked for."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level
 
@@ -17,37 +18,107 @@ Nesting = dict[str, tuple[str | None, ...]]  # leaf -> its pair, quad, spine
 _NUM = re.compile(r"(\d+)")
 
 
+@functools.lru_cache(maxsize=1 << 17)  # node and domain names: sorted again after changes
 def fabric_order(value: str) -> tuple[tuple[int, str], ...]:
     """Natural order of domain names (leaf-2 before leaf-10): the fabric's own order."""
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _NUM.split(value) if p)
 
 
-def build(where: Mapping[str, Where]) -> tuple[Index, Nesting | None]:
-    """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the leaf
-    domains that hold them); and leaf -> pair, quad, spine when every node of a leaf agrees on
-    them and every node with a network label has a leaf (the network domains nest), else None."""
-    built: list[dict[str, list[str]]] = [{} for _ in LEVELS]
-    for name in sorted(where, key=fabric_order):
-        for i, domain in enumerate(where[name]):
-            if domain:
-                built[i].setdefault(domain, []).append(name)
-    rank = {leaf: i for i, leaf in enumerate(sorted(built[LEAF], key=fabric_order))}
+def _by_name(name: str) -> tuple[tuple[tuple[int, str], ...], str]:
+    return fabric_order(name), name
 
-    def key(i: int, domain: str, members: list[str]) -> tuple[int, Any]:
-        """Network levels by name; NVLink domains (named by UUID) by the first leaf domain that
-        holds them, so they follow the fabric too."""
-        if i != 0:
-            return 0, fabric_order(domain)
-        at = (rank.get(where[n][LEAF] or "", len(rank)) for n in members)
-        return min(at, default=len(rank)), fabric_order(domain)
 
-    index = {
-        level: tuple(
-            (d, tuple(members))
-            for _, d, members in sorted((key(i, d, m), d, m) for d, m in built[i].items())
-        )
-        for i, level in enumerate(LEVELS)
-    }
+class FabricOrder:
+    def __init__(self) -> None:
+        self.where: dict[str, Where] = {}  # node -> its domain per level
+        self.domains: list[dict[str, set[str]]] = [{} for _ in LEVELS]  # domain -> its nodes
+        self._nodes: dict[tuple[int, str], tuple[str, ...]] = {}  # sorted, until it changes
+        self._order: list[dict[str, int] | None] = [None for _ in LEVELS]
+        self._index: Index | None = None
+        self._up: tuple[Nesting | None] | None = None
+
+    def put(self, name: str, where: Where | None) -> bool:
+        """The node's domains now (None: the node is gone); whether any of them changed."""
+        old = self.where.pop(name, None)
+        if where is not None:
+            self.where[name] = where
+        if old == where:
+            return False
+        self._index, self._up = None, None
+        for i in range(len(LEVELS)):
+            was, now = old[i] if old else None, where[i] if where else None
+            if was == now:
+                continue
+            if i in (0, LEAF):  # NVLink domains follow the leaf domains their nodes are in
+                self._order[0] = None
+            if was:
+                self._nodes.pop((i, was), None)
+                members = self.domains[i][was]
+                members.discard(name)
+                if not members:
+                    del self.domains[i][was]
+                    self._order[i] = None
+            if now:
+                self._nodes.pop((i, now), None)
+                if now not in self.domains[i]:
+                    self.domains[i][now] = set()
+                    self._order[i] = None
+                self.domains[i][now].add(name)
+        return True
+
+    def order(self, level: Level) -> dict[str, int]:
+        """Domain -> its position: network levels by name; NVLink domains (named by UUID) by the
+        first leaf domain that holds them, so they follow the fabric too."""
+        i = LEVELS.index(level)
+        got = self._order[i]
+        if got is None:
+            if i == 0:
+                rank = self.order(NETWORK_LEVELS[0])
+                last = len(rank)
+                keys = {
+                    d: (min(rank.get(self.where[n][LEAF] or "", last) for n in ns), fabric_order(d))
+                    for d, ns in self.domains[0].items()
+                }
+            else:
+                keys = {d: (0, fabric_order(d)) for d in self.domains[i]}
+            ordered = sorted(keys, key=lambda d: (keys[d], d))
+            got = self._order[i] = {d: k for k, d in enumerate(ordered)}
+        return got
+
+    def nodes(self, level: Level, domain: str) -> tuple[str, ...]:
+        """The domain's nodes in fabric order (natural order of their names)."""
+        i = LEVELS.index(level)
+        got = self._nodes.get((i, domain))
+        if got is None:
+            got = tuple(sorted(self.domains[i].get(domain, ()), key=_by_name))
+            if got:
+                self._nodes[(i, domain)] = got
+        return got
+
+    def index(self) -> Index:
+        if self._index is None:
+            self._index = {
+                level: tuple((d, self.nodes(level, d)) for d in self.ordered(level))
+                for level in LEVELS
+            }
+        return self._index
+
+    def ordered(self, level: Level) -> list[str]:
+        order = self.order(level)
+        return sorted(order, key=order.__getitem__)
+
+    def levels(self) -> tuple[Level, ...]:
+        return tuple(level for i, level in enumerate(LEVELS) if self.domains[i])
+
+    def nesting(self) -> Nesting | None:
+        """leaf -> pair, quad, spine when every node of a leaf agrees on them and every node with
+        a network label has a leaf (the network domains nest), else None."""
+        if self._up is None:
+            self._up = (nesting(self.where),)
+        return self._up[0]
+
+
+def nesting(where: Mapping[str, Where]) -> Nesting | None:
     up: Nesting | None = {}
     for w in where.values():
         net = w[LEAF:]
@@ -57,4 +128,4 @@ def build(where: Mapping[str, Where]) -> tuple[Index, Nesting | None]:
             up = None if any(net) else up
         elif up.setdefault(net[0], net[1:]) != net[1:]:
             up = None
-    return index, up
+    return up
