@@ -359,6 +359,10 @@ class CapacityView:
     def free_total(self, nodes: Sequence[str] | None = None) -> int:
         return sum(self.free(n) for n in (self.nodes if nodes is None else nodes))
 
+    def free_at(self, level: Level) -> int:
+        """Free GPUs on the usable nodes labelled with this level (the gauge, without a walk)."""
+        return sum(self._all.sums[LEVELS.index(level)].values())
+
     def fragmentation(self, level: Level) -> float:
         """Share of free GPUs sitting in domains of this level that are not entirely free.
 
@@ -366,12 +370,11 @@ class CapacityView:
         "free GPUs in leaf domains unable to take a full-leaf job"). 0 = every free GPU is in a
         completely free domain; 1 = no domain is completely free.
         """
-        total = whole = 0
-        for _, nodes in self.index()[level]:
-            free = sum(self.free(n) for n in nodes)
-            total += free
-            if free and all(
-                self.nodes[n].usable and self.free(n) == self.nodes[n].gpus for n in nodes
-            ):
-                whole += free
+        i = LEVELS.index(level)
+        free, size, alloc = self._all.sums[i], self._all.size[i], self._all.alloc[i]
+        members = self._fabric.domains[i]
+        total = sum(free.values())
+        whole = sum(  # entirely free: every node usable, and free GPUs = allocatable GPUs
+            f for d, f in free.items() if f == size[d] and sum(alloc[d].values()) == len(members[d])
+        )
         return 0.0 if total == 0 else 1.0 - whole / total

@@ -85,6 +85,21 @@ def expected(view: CapacityView, pods: dict[str, tuple[str, int]], nodes: set[st
     return out
 
 
+def fragmentation(view: CapacityView, level: str) -> float:
+    """Share of free GPUs in domains not entirely free, walking every node."""
+    domains: dict[str, list[str]] = {}
+    for name, info in view.nodes.items():
+        if info.labels.get(level_key(level)):
+            domains.setdefault(info.labels[level_key(level)], []).append(name)
+    total = whole = 0
+    for nodes in domains.values():
+        free = sum(view.free(n) for n in nodes)
+        total += free
+        if free and all(view.nodes[n].usable and view.free(n) == view.nodes[n].gpus for n in nodes):
+            whole += free
+    return 0.0 if total == 0 else 1.0 - whole / total
+
+
 def same(a: Tally, b: Tally) -> bool:
     return (a.free, a.sums, a.alloc, a.size) == (b.free, b.sums, b.alloc, b.size)
 
@@ -134,6 +149,8 @@ def test_incremental_capacity_equals_a_recount(ops: list[tuple[Any, ...]]) -> No
     assert same(view.tally([]), expected(view, pods, usable))  # no constraints: every node
     for i, level in enumerate(LEVELS):
         assert view.domain_free(level) == expected(view, pods, usable).sums[i]
+        assert view.free_at(level) == sum(expected(view, pods, usable).sums[i].values())
+        assert view.fragmentation(level) == fragmentation(view, level)
     assert view.with_free() == {n: f for n in usable if (f := view.free(n)) > 0}
     for s in SELECTORS:
         ok = admitted_now(view, s)
