@@ -160,10 +160,8 @@ class CapacityView:
 
     def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
         self.nodes = {i.name: i for i in map(node_info, objs)}
-        self._fabric = FabricOrder()
+        self._fabric = FabricOrder({name: _where(i.labels) for name, i in self.nodes.items()})
         self._where = self._fabric.where
-        for name, info in self.nodes.items():
-            self._fabric.put(name, _where(info.labels))
         self._eligible, self._tallies = {}, {}
         self._recount()
         self._changed()

@@ -1,10 +1,11 @@
 """Fabric order: every level's domains, and each domain's nodes, in the order that builds pairs
-and quads (DESIGN.md "Ranks"). Domain memberships are kept per node event; a level's order or a
-domain's node list is sorted again only after a change touched it, and only when asked for."""
+and quads (DESIGN.md "Ranks"). Each domain's nodes are kept in order per node event (one node
+inserted or removed); a level's order of domains is sorted again only after its set of domains
+changed, and only when asked for."""
 
 from __future__ import annotations
 
-import functools
+import bisect
 import re
 from collections.abc import Mapping
 
@@ -18,7 +19,6 @@ Nesting = dict[str, tuple[str | None, ...]]  # leaf -> its pair, quad, spine
 _NUM = re.compile(r"(\d+)")
 
 
-@functools.lru_cache(maxsize=1 << 17)  # node and domain names: sorted again after changes
 def fabric_order(value: str) -> tuple[tuple[int, str], ...]:
     """Natural order of domain names (leaf-2 before leaf-10): the fabric's own order."""
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _NUM.split(value) if p)
@@ -29,21 +29,27 @@ def _by_name(name: str) -> tuple[tuple[tuple[int, str], ...], str]:
 
 
 class FabricOrder:
-    def __init__(self) -> None:
-        self.where: dict[str, Where] = {}  # node -> its domain per level
-        self.domains: list[dict[str, set[str]]] = [{} for _ in LEVELS]  # domain -> its nodes
-        self._nodes: dict[tuple[int, str], tuple[str, ...]] = {}  # sorted, until it changes
+    def __init__(self, where: Mapping[str, Where] | None = None) -> None:
+        self.where: dict[str, Where] = dict(where or {})  # node -> its domain per level
+        grouped: list[dict[str, list[str]]] = [{} for _ in LEVELS]
+        for name in sorted(self.where, key=_by_name):
+            for i, domain in enumerate(self.where[name]):
+                if domain:
+                    grouped[i].setdefault(domain, []).append(name)
+        # domain -> its nodes in fabric order; its name's sort key
+        self.domains = [{d: tuple(ns) for d, ns in level.items()} for level in grouped]
+        self._keys = [{d: fabric_order(d) for d in level} for level in grouped]
         self._order: list[dict[str, int] | None] = [None for _ in LEVELS]
         self._index: Index | None = None
         self._up: tuple[Nesting | None] | None = None
 
-    def put(self, name: str, where: Where | None) -> bool:
-        """The node's domains now (None: the node is gone); whether any of them changed."""
+    def put(self, name: str, where: Where | None) -> None:
+        """The node's domains now (None: the node is gone)."""
         old = self.where.pop(name, None)
         if where is not None:
             self.where[name] = where
         if old == where:
-            return False
+            return
         self._index, self._up = None, None
         for i in range(len(LEVELS)):
             was, now = old[i] if old else None, where[i] if where else None
@@ -51,20 +57,19 @@ class FabricOrder:
                 continue
             if i in (0, LEAF):  # NVLink domains follow the leaf domains their nodes are in
                 self._order[0] = None
+            domains = self.domains[i]
             if was:
-                self._nodes.pop((i, was), None)
-                members = self.domains[i][was]
-                members.discard(name)
-                if not members:
-                    del self.domains[i][was]
+                domains[was] = tuple(n for n in domains[was] if n != name)
+                if not domains[was]:
+                    del domains[was], self._keys[i][was]
                     self._order[i] = None
             if now:
-                self._nodes.pop((i, now), None)
-                if now not in self.domains[i]:
-                    self.domains[i][now] = set()
+                if now not in domains:
+                    domains[now], self._keys[i][now] = (), fabric_order(now)
                     self._order[i] = None
-                self.domains[i][now].add(name)
-        return True
+                members = domains[now]
+                at = bisect.bisect(members, _by_name(name), key=_by_name)
+                domains[now] = (*members[:at], name, *members[at:])
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position: network levels by name; NVLink domains (named by UUID) by the
@@ -72,28 +77,22 @@ class FabricOrder:
         i = LEVELS.index(level)
         got = self._order[i]
         if got is None:
+            names = self._keys[i]
             if i == 0:
                 rank = self.order(NETWORK_LEVELS[0])
                 last = len(rank)
                 keys = {
-                    d: (min(rank.get(self.where[n][LEAF] or "", last) for n in ns), fabric_order(d))
+                    d: (min(rank.get(self.where[n][LEAF] or "", last) for n in ns), names[d], d)
                     for d, ns in self.domains[0].items()
                 }
             else:
-                keys = {d: (0, fabric_order(d)) for d in self.domains[i]}
-            ordered = sorted(keys, key=lambda d: (keys[d], d))
-            got = self._order[i] = {d: k for k, d in enumerate(ordered)}
+                keys = {d: (0, key, d) for d, key in names.items()}
+            got = self._order[i] = {d: k for k, d in enumerate(sorted(keys, key=keys.__getitem__))}
         return got
 
     def nodes(self, level: Level, domain: str) -> tuple[str, ...]:
         """The domain's nodes in fabric order (natural order of their names)."""
-        i = LEVELS.index(level)
-        got = self._nodes.get((i, domain))
-        if got is None:
-            got = tuple(sorted(self.domains[i].get(domain, ()), key=_by_name))
-            if got:
-                self._nodes[(i, domain)] = got
-        return got
+        return self.domains[LEVELS.index(level)].get(domain, ())
 
     def index(self) -> Index:
         if self._index is None:
