@@ -9,9 +9,12 @@ and 19,000 1-GPU pods packed 8 per node: 82 % of the nodes busy, the free ones s
 through Placer.pods_listed. Decisions for a 16-pod group of whole nodes (half required, half
 preferred), decide alone and decide + seat_new, with CPU time (thread_time) beside a bare baseline
 interleaved in the same run: one dict lookup per node of the cluster (the free GPUs of every node
-summed from a plain dict), so the ratio says how many such passes a decision costs. End to end:
-groups placed per CPU-second through the Placer (16 ADDED events, reconcile, 16 patches to a
-no-op API, 16 DELETED events). Peak RSS of the process. `--curve` runs 4,096 / 16,384 / 65,536
+summed from a plain dict), so the ratio says how many such passes a decision costs; after one
+warm-up decision, since a pod shape's first decision judges its eligible nodes once (timed on its
+own, for a shape pinned to one spine). A node event and the decision after it: a Ready flip, and
+a node joining in domains of its own (each level's order sorted again). End to end: groups placed
+per CPU-second through the Placer (16 ADDED events, reconcile, 16 patches to a no-op API, 16
+DELETED events). Peak RSS of the process. `--curve` runs 4,096 / 16,384 / 65,536
 nodes and 65,520 NVL72 trays, each in its own process (so each peak RSS is its own), and prints
 one table.
 """
@@ -19,6 +22,7 @@ one table.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import resource
@@ -39,6 +43,7 @@ from webhook.groups.choose import Member, Placed, Request, decide
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
 from webhook.groups.seating import seat_new
+from webhook.groups.selector import selector_of
 
 CURVE = (("tree", 4096), ("tree", 16384), ("tree", 65536), ("nvl72", 65520))
 BASE = 4096  # the size the busy-pod mix is drawn for
@@ -92,7 +97,8 @@ def measure(fabric: str, nodes: int, decisions: int, seed: int) -> dict[str, Any
     rng = random.Random(seed)
     shape = FABRICS[fabric]
     placer = Placer(NullApi())
-    placer.nodes_listed(node_objs(nodes, shape.sizes, shape.gpus))
+    objs = node_objs(nodes, shape.sizes, shape.gpus)
+    placer.nodes_listed(objs)
     names = sorted(placer.view.nodes)
     placer.pods_listed(busy_pods(names, shape.gpus, rng))
     view = placer.view
@@ -111,6 +117,7 @@ def measure(fabric: str, nodes: int, decisions: int, seed: int) -> dict[str, Any
             seat_new(view, d, members, {})
         return time.thread_time() - c
 
+    decide(view, Request("g", members, "required"))  # warm-up: a new shape's cost is its own
     for i in range(decisions):
         c = time.thread_time()
         sum(free[n] for n in names)
@@ -119,6 +126,7 @@ def measure(fabric: str, nodes: int, decisions: int, seed: int) -> dict[str, Any
         first = bool(i % 2)  # alternate which runs first: the second finds the caches warm
         for with_ranks in (first, not first):
             (ranked if with_ranks else cpu).append(timed(locality, with_ranks))
+    flips, adds, shape_first = after_node_events(placer, objs, members, rng)
     # End to end: group arrives (16 ADDED events), reconcile places it; then it finishes.
     c0 = time.thread_time()
     groups = max(1, decisions // 4)
@@ -142,9 +150,48 @@ def measure(fabric: str, nodes: int, decisions: int, seed: int) -> dict[str, Any
         "base_p50": statistics.median(base),
         "base_p99": pct(base, 0.99),
         "groups_per_cpu_s": groups / busy,
+        "flip_p50": statistics.median(flips),
+        "flip_max": max(flips),
+        "add_p50": statistics.median(adds),
+        "add_max": max(adds),
+        "new_shape": shape_first,
         "rss_built": rss_built,
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def after_node_events(
+    placer: Placer, objs: list[dict[str, Any]], members: tuple[Member, ...], rng: random.Random
+) -> tuple[list[float], list[float], float]:
+    """CPU of a node event and the next decision: a node's Ready flip (its domains unchanged);
+    a node joining in a leaf, pair, quad and spine of its own (each level's order sorted again);
+    and the first decision of a pod shape never seen (its eligible nodes judged once)."""
+    view, flips, adds = placer.view, [], []
+    for k in range(20):
+        i = rng.randrange(len(objs))
+        down = copy.deepcopy(objs[i])
+        down["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        for o in (down, objs[i]):  # NotReady, then Ready again
+            c = time.thread_time()
+            placer.node_event("MODIFIED", o)
+            decide(view, Request("g", members, "required" if k % 2 else "preferred"))
+            flips.append(time.thread_time() - c)
+    for k in range(20):
+        obj = copy.deepcopy(objs[0])
+        obj["metadata"]["name"] = f"joined-{k}"
+        labels = obj["metadata"]["labels"]
+        for key in labels:
+            labels[key] = f"{labels[key]}-joined-{k}"
+        c = time.thread_time()
+        placer.node_event("ADDED", obj)
+        decide(view, Request("g", members, "required" if k % 2 else "preferred"))
+        adds.append(time.thread_time() - c)
+    spine = objs[0]["metadata"]["labels"]["gpufabric.io/spine"]
+    pinned = selector_of({"nodeSelector": {"gpufabric.io/spine": spine}})
+    shaped = tuple(Member(m.key, m.gpus, pinned) for m in members)
+    c = time.thread_time()
+    decide(view, Request("g", shaped, "required"))
+    return flips, adds, time.thread_time() - c
 
 
 def report(r: dict[str, Any]) -> None:
@@ -160,6 +207,9 @@ def report(r: dict[str, Any]) -> None:
         f"{r['ranked_p99'] / r['base_p99']:.2f}x baseline\n"
         f"end to end through the Placer: {r['groups_per_cpu_s']:.0f} groups placed per CPU-second "
         "(16 ADDED events, decision, 16 patches, 16 DELETED events per group)\n"
+        f"a node event, then a decision: Ready flip p50 {ms(r['flip_p50'])} ms, max "
+        f"{ms(r['flip_max'])} ms; a node in a new leaf p50 {ms(r['add_p50'])} ms, max "
+        f"{ms(r['add_max'])} ms; a new pod shape's first decision {ms(r['new_shape'])} ms\n"
         f"peak RSS: {r['rss_built']:.0f} MiB after building the view, {r['rss']:.0f} MiB at the end"
     )
 
@@ -174,9 +224,11 @@ def curve(decisions: int, seed: int) -> None:
         print(f"{fabric} {nodes:,}: done", file=sys.stderr, flush=True)
     print(
         "| nodes | decision CPU p50 / p99 (ms) | with ranks p50 / p99 (ms) | baseline p50 / p99 "
-        "(ms) | decision / baseline p50 / p99 | groups placed per CPU-s | peak RSS (MiB) |"
+        "(ms) | decision / baseline p50 / p99 | groups placed per CPU-s | node event + decision: "
+        "Ready flip / new leaf, p50 (max) (ms) | new shape's first decision (ms) "
+        "| peak RSS (MiB) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         label = f"{r['nodes']:,}" + (" NVL72 trays" if r["fabric"] == "nvl72" else "")
         print(
@@ -184,7 +236,9 @@ def curve(decisions: int, seed: int) -> None:
             f"| {ms(r['ranked_p50'])} / {ms(r['ranked_p99'])} "
             f"| {ms(r['base_p50'])} / {ms(r['base_p99'])} "
             f"| {r['cpu_p50'] / r['base_p50']:.2f}x / {r['cpu_p99'] / r['base_p99']:.2f}x "
-            f"| {r['groups_per_cpu_s']:.0f} | {r['rss']:.0f} |"
+            f"| {r['groups_per_cpu_s']:.0f} "
+            f"| {ms(r['flip_p50'])} ({ms(r['flip_max'])}) / {ms(r['add_p50'])} "
+            f"({ms(r['add_max'])}) | {ms(r['new_shape'])} | {r['rss']:.0f} |"
         )
 
 
