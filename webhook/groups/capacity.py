@@ -172,13 +172,21 @@ class CapacityView:
         self.generation += 1
 
     def _recount(self) -> None:
-        """Every tally from scratch (after a relist; events then keep them current)."""
+        """Every tally from scratch (after a relist; events then keep them current). Which nodes
+        each tracked tally covers depends on the nodes only, so a pod relist keeps it."""
         self._all, self._with_free, self._usable = Tally(), {}, 0
+        for name, info in self.nodes.items():
+            if info.usable:
+                free = self.free(name)
+                if free > 0:
+                    self._with_free[name] = free
+                self._usable += 1
+                self._all.add(self._where[name], free, info.gpus)
         for tracked in self._tallies.values():
-            tracked.nodes.clear()
             tracked.tally = Tally()
-        for name in self.nodes:
-            self._node_in(name, eligible=False)
+            for name in tracked.nodes:
+                free = self._with_free.get(name, 0)
+                tracked.tally.add(self._where[name], free, self.nodes[name].gpus)
 
     def _node_out(self, name: str) -> None:
         """Take a node's GPUs out of every tally (before it changes)."""
@@ -193,14 +201,13 @@ class CapacityView:
                 tracked.nodes.discard(name)
                 tracked.tally.add(where, free, info.gpus, -1)
 
-    def _node_in(self, name: str, eligible: bool = True) -> None:
+    def _node_in(self, name: str) -> None:
         """Count a node (as it is now) into every tally, and into the eligible sets."""
         info = self.nodes.get(name)
-        if eligible:
-            for selector, nodes in self._eligible.values():
-                nodes.discard(name)
-                if info is not None and info.usable and selector.admits(*_facts(info)):
-                    nodes.add(name)
+        for selector, nodes in self._eligible.values():
+            nodes.discard(name)
+            if info is not None and info.usable and selector.admits(*_facts(info)):
+                nodes.add(name)
         if info is None or not info.usable:
             return
         where, free = self._where[name], self.free(name)

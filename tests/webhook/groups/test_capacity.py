@@ -70,6 +70,7 @@ promise_ops = st.tuples(
     st.just("promise"), st.integers(0, 5), st.integers(0, NODES - 1), st.integers(0, 8)
 )
 tally_ops = st.tuples(st.just("tally"), st.integers(0, len(SELECTORS) - 1))
+relist_ops = st.tuples(st.sampled_from(("relist pods", "relist nodes")))
 
 
 def expected(view: CapacityView, pods: dict[str, tuple[str, int]], nodes: set[str]) -> Tally:
@@ -111,25 +112,38 @@ def admitted_now(view: CapacityView, s: Selector) -> set[str]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(node_ops, pod_ops, promise_ops, tally_ops), max_size=60))
+@given(st.lists(st.one_of(node_ops, pod_ops, promise_ops, tally_ops, relist_ops), max_size=60))
 def test_incremental_capacity_equals_a_recount(ops: list[tuple[Any, ...]]) -> None:
     placer = Placer(NoApi())
-    placer.nodes_listed([a_node(i, 8, 4, "ab"[i % 2], "ok") for i in range(NODES)])
+    nodes = {f"node-{i:04d}": a_node(i, 8, 4, "ab"[i % 2], "ok") for i in range(NODES)}
+    placer.nodes_listed(nodes.values())
     view = placer.view
     view.tally([SELECTORS[1]])  # a constraint set tracked from the start
     promised: dict[str, tuple[str, int]] = {}
+    pod_objs: dict[str, dict[str, Any]] = {}
     for op in ops:
         if op[0] == "node":
             _, i, gpus, leaf, zone, how = op
             if how == "delete":
+                nodes.pop(f"node-{i:04d}", None)
                 placer.node_event("DELETED", {"metadata": {"name": f"node-{i:04d}"}})
             else:
-                placer.node_event("MODIFIED", a_node(i, gpus, leaf, zone, how))
+                nodes[f"node-{i:04d}"] = a_node(i, gpus, leaf, zone, how)
+                placer.node_event("MODIFIED", nodes[f"node-{i:04d}"])
         elif op[0] == "pod":
             _, k, gpus, at, phase = op
             name = f"p{k}"
             obj = gpu_pod(name, gpus, node_name=f"node-{at:04d}" if at >= 0 else "", phase=phase)
             placer.pod_event("DELETED" if phase == "delete" else "MODIFIED", obj)
+            if phase == "delete":
+                pod_objs.pop(name, None)
+            else:
+                pod_objs[name] = obj
+        elif op[0] == "relist pods":  # a relist drops promises the pods do not show
+            placer.pods_listed(list(pod_objs.values()))
+            promised = {}
+        elif op[0] == "relist nodes":
+            placer.nodes_listed(list(nodes.values()))
         elif op[0] == "promise":
             _, k, at, gpus = op
             uid = f"promise-{k}"
