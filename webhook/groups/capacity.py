@@ -349,7 +349,8 @@ class CapacityView:
         if hit is None:
             if len(self._eligible) >= _MEMO_LIMIT:
                 self._eligible, self._frozen = {}, {}
-            nodes = admitting(selector, (_facts(n) for n in self.nodes.values() if n.usable))
+            facts = ((n.name, n.labels, n.taints) for n in self.nodes.values() if n.usable)
+            nodes = admitting(selector, facts)
             hit = self._eligible[selector.signature] = (selector, nodes)
         return hit[1]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level
 
@@ -40,6 +41,7 @@ class FabricOrder:
         self.domains = [{d: tuple(ns) for d, ns in level.items()} for level in grouped]
         self._keys = [{d: fabric_order(d) for d in level} for level in grouped]
         self._order: list[dict[str, int] | None] = [None for _ in LEVELS]
+        self._first: dict[str, tuple[Any, ...]] = {}  # NVLink domain -> its first leaf's key
         self._index: Index | None = None
         self._up: tuple[Nesting | None] | None = None
 
@@ -57,6 +59,8 @@ class FabricOrder:
                 continue
             if i in (0, LEAF):  # NVLink domains follow the leaf domains their nodes are in
                 self._order[0] = None
+                for d in {old[0] if old else None, where[0] if where else None} - {None}:
+                    self._first.pop(str(d), None)
             domains = self.domains[i]
             if was:
                 domains[was] = tuple(n for n in domains[was] if n != name)
@@ -78,16 +82,20 @@ class FabricOrder:
         got = self._order[i]
         if got is None:
             names = self._keys[i]
-            if i == 0:
-                rank = self.order(NETWORK_LEVELS[0])
-                last = len(rank)
-                keys = {
-                    d: (min(rank.get(self.where[n][LEAF] or "", last) for n in ns), names[d], d)
-                    for d, ns in self.domains[0].items()
-                }
-            else:
-                keys = {d: (0, key, d) for d, key in names.items()}
+            keys: dict[str, tuple[Any, ...]] = {
+                d: (self._first_leaf(d) if i == 0 else (), key, d) for d, key in names.items()
+            }
             got = self._order[i] = {d: k for k, d in enumerate(sorted(keys, key=keys.__getitem__))}
+        return got
+
+    def _first_leaf(self, nvlink: str) -> tuple[Any, ...]:
+        """Where the NVLink domain's first leaf domain sits in leaf order (as a sort key; after
+        every leaf when none of its nodes has one), kept until its nodes change."""
+        got = self._first.get(nvlink)
+        if got is None:
+            leaves = {self.where[n][LEAF] for n in self.domains[0][nvlink]} - {None}
+            keys = [(0, self._keys[LEAF][str(leaf)], leaf) for leaf in leaves]
+            got = self._first[nvlink] = min(keys, default=(1,))
         return got
 
     def nodes(self, level: Level, domain: str) -> tuple[str, ...]:

@@ -103,7 +103,7 @@ def admitting(selector: Selector, nodes: Iterable[Facts]) -> set[str]:
     verdicts: dict[tuple[Any, ...], bool] = {}
     out = set()
     for name, labels, taints in nodes:
-        seen = tuple(labels.get(k) for k in keys), _taints_key(taints)
+        seen = tuple(map(labels.get, keys)), _taints_key(taints) if taints else ()
         ok = verdicts.get(seen)
         if ok is None:
             ok = verdicts[seen] = selector.admits(name, labels, taints)
