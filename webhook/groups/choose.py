@@ -170,7 +170,7 @@ class _Eval:
     def uniform(self) -> tuple[AbstractSet[str], int, int] | None:
         """(eligible nodes, GPUs per pod, pods) when every member is the same shape."""
         shapes = {(m.selector.signature, m.gpus) for m in self.members}
-        if len(shapes) != 1:
+        if len(shapes) != 1 or (0 in {g for _, g in shapes}):  # 0 GPUs: no slots to count
             return None
         signature, gpus = shapes.pop()
         return self.shapes[signature], gpus, len(self.members)
@@ -185,7 +185,7 @@ class _Eval:
         uniform = self.uniform()
         if uniform is not None:  # identical pods: counting whole-pod slots is exact
             ok, gpus, count = uniform
-            return gpus > 0 and sum(free(n) // gpus for n in nodes if n in ok) >= count
+            return sum(free(n) // gpus for n in nodes if n in ok) >= count
         return pack(self.members, nodes, free, self.eligible) is not None
 
     def fit(self, nodes: Sequence[str], free: Callable[[str], int]) -> dict[str, str] | None:
