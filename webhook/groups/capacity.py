@@ -9,18 +9,22 @@ never promised the same free GPUs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from common import api
-from webhook.groups.names import LEVELS, NETWORK_LEVELS, Level, level_key
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.order import LEAF as LEAF
+from webhook.groups.order import FabricOrder, Index
+from webhook.groups.order import fabric_order as fabric_order
 from webhook.groups.ranks import lowest
-from webhook.groups.selector import Selector
+from webhook.groups.selector import Selector, admitting
+from webhook.groups.tally import Tally
 
-_MEMO_LIMIT = 512  # distinct pod shapes remembered per node generation
-LEAF = LEVELS.index(NETWORK_LEVELS[0])  # where the nesting network levels start in LEVELS
+_MEMO_LIMIT = 512  # distinct pod shapes whose eligible nodes are kept
+_TALLY_LIMIT = 8  # distinct constraint sets (other than "every usable node") tallied per domain
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +105,22 @@ def pod_gpus(spec: Mapping[str, Any]) -> int:
     return max([main + sidecars, *init])
 
 
-_NUM = re.compile(r"(\d+)")
+def _where(labels: Mapping[str, str]) -> tuple[str | None, ...]:
+    return tuple(labels.get(level_key(level)) or None for level in LEVELS)
 
 
-def fabric_order(value: str) -> tuple[tuple[int, str], ...]:
-    """Natural order of domain names (leaf-2 before leaf-10): the fabric's own order."""
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _NUM.split(value) if p)
+def _facts(info: NodeInfo) -> tuple[str, Mapping[str, str], tuple[Mapping[str, Any], ...]]:
+    """What Selector.admits reads of a node."""
+    return info.name, info.labels, info.taints
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """A tally over the nodes some selectors admit, with those nodes (to keep it current)."""
+
+    selectors: tuple[Selector, ...]
+    nodes: set[str]
+    tally: Tally
 
 
 class CapacityView:
@@ -115,38 +129,96 @@ class CapacityView:
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
-        self._with_free: dict[str, int] | None = None  # usable nodes with a free GPU -> free
-        self._up: dict[str, tuple[str | None, ...]] | None = None  # leaf -> pair, quad, spine
-        self._where: dict[str, tuple[str | None, ...]] = {}  # node -> its domain per level
-        self._members: dict[Level, dict[str, tuple[str, ...]]] = {}
-        self._order: dict[Level, dict[str, int]] = {}
+        self._with_free: dict[str, int] = {}  # usable nodes with a free GPU -> free (as tallied)
+        self._usable = 0  # usable nodes
+        self._all = Tally()  # every usable node, per domain
+        self._tallies: dict[frozenset[str], _Tracked] = {}  # by the signatures they admit for
+        self._fabric = FabricOrder()
+        self._where = self._fabric.where  # node -> its domain per level
         self.memo: dict[object, object] = {}  # per node generation, for choose.py
-        self._index: dict[Level, tuple[tuple[str, tuple[str, ...]], ...]] | None = None
-        self._eligible: dict[str, frozenset[str]] = {}
+        self._eligible: dict[str, tuple[Selector, set[str]]] = {}  # kept current per node
+        self._frozen: dict[str, frozenset[str]] = {}  # eligible() copies until a node changes
         self.generation = 0  # bumps whenever a node changes in a way placement reads
 
     # -- nodes -------------------------------------------------------------------------------
     def put_node(self, obj: Mapping[str, Any]) -> None:
         info = node_info(obj)
         if self.nodes.get(info.name) != info:
+            self._node_out(info.name)
             self.nodes[info.name] = info
+            self._fabric.put(info.name, _where(info.labels))
+            self._node_in(info.name)
             self._changed()
 
     def delete_node(self, name: str) -> None:
-        if self.nodes.pop(name, None) is not None:
+        if name in self.nodes:
+            self._node_out(name)
+            del self.nodes[name]
+            self._fabric.put(name, None)
+            self._node_in(name)  # only drops it from the eligible sets
             self._changed()
 
     def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
         self.nodes = {i.name: i for i in map(node_info, objs)}
+        self._fabric = FabricOrder({name: _where(i.labels) for name, i in self.nodes.items()})
+        self._where = self._fabric.where
+        self._eligible, self._tallies = {}, {}
+        self._recount()
         self._changed()
 
     def _changed(self) -> None:
-        self._index = None
-        self._with_free = None
-        self._up = None
         self.memo = {}
-        self._eligible = {}
+        self._frozen = {}
         self.generation += 1
+
+    def _recount(self) -> None:
+        """Every tally from scratch (after a relist; events then keep them current). Which nodes
+        each tracked tally covers depends on the nodes only, so a pod relist keeps it."""
+        self._all, self._with_free, self._usable = Tally(), {}, 0
+        for name, info in self.nodes.items():
+            if info.usable:
+                free = self.free(name)
+                if free > 0:
+                    self._with_free[name] = free
+                self._usable += 1
+                self._all.add(self._where[name], free, info.gpus)
+        for tracked in self._tallies.values():
+            tracked.tally = Tally()
+            for name in tracked.nodes:
+                free = self._with_free.get(name, 0)
+                tracked.tally.add(self._where[name], free, self.nodes[name].gpus)
+
+    def _node_out(self, name: str) -> None:
+        """Take a node's GPUs out of every tally (before it changes)."""
+        info = self.nodes.get(name)
+        if info is None or not info.usable:
+            return
+        where, free = self._where[name], self._with_free.pop(name, 0)
+        self._usable -= 1
+        self._all.add(where, free, info.gpus, -1)
+        for tracked in self._tallies.values():
+            if name in tracked.nodes:
+                tracked.nodes.discard(name)
+                tracked.tally.add(where, free, info.gpus, -1)
+
+    def _node_in(self, name: str) -> None:
+        """Count a node (as it is now) into every tally, and into the eligible sets."""
+        info = self.nodes.get(name)
+        for selector, nodes in self._eligible.values():
+            nodes.discard(name)
+            if info is not None and info.usable and selector.admits(*_facts(info)):
+                nodes.add(name)
+        if info is None or not info.usable:
+            return
+        where, free = self._where[name], self.free(name)
+        if free > 0:
+            self._with_free[name] = free
+        self._usable += 1
+        self._all.add(where, free, info.gpus)
+        for tracked in self._tallies.values():
+            if any(s.admits(*_facts(info)) for s in tracked.selectors):
+                tracked.nodes.add(name)
+                tracked.tally.add(where, free, info.gpus)
 
     # -- pods --------------------------------------------------------------------------------
     def _add(self, node: str, gpus: int) -> None:
@@ -154,12 +226,22 @@ class CapacityView:
         self._recheck(node)
 
     def _recheck(self, node: str) -> None:
-        if self._with_free is not None:
-            free = self.free(node)
-            if free > 0:
-                self._with_free[node] = free
-            else:
-                self._with_free.pop(node, None)
+        """Move the node's free GPUs in the tallies to what its pods leave now."""
+        info = self.nodes.get(node)
+        if info is None or not info.usable:
+            return
+        was, now = self._with_free.get(node, 0), self.free(node)
+        if was == now:
+            return
+        if now > 0:
+            self._with_free[node] = now
+        else:
+            self._with_free.pop(node, None)
+        where = self._where[node]
+        self._all.move(where, was, now)
+        for tracked in self._tallies.values():
+            if node in tracked.nodes:
+                tracked.tally.move(where, was, now)
 
     def _sub(self, entry: tuple[str, int] | None) -> None:
         if entry is not None:
@@ -176,7 +258,8 @@ class CapacityView:
             self._add(node, gpus)
 
     def reset_pods(self) -> None:
-        self.bound, self.promised, self._taken, self._with_free = {}, {}, {}, None
+        self.bound, self.promised, self._taken = {}, {}, {}
+        self._recount()
 
     def delete_pod(self, uid: str) -> None:
         self._sub(self.bound.pop(uid, None))
@@ -201,20 +284,40 @@ class CapacityView:
     def with_free(self) -> Mapping[str, int]:
         """Usable nodes that have at least one free GPU, with their free GPUs (kept up to date
         incrementally; read-only for callers)."""
-        if self._with_free is None:
-            self._with_free = {n: f for n in self.nodes if (f := self.free(n)) > 0}
         return self._with_free
+
+    def domain_free(self, level: Level) -> Mapping[str, int]:
+        """Free GPUs per domain of the level, on its usable nodes (domains with none left out;
+        kept up to date as pods and nodes come and go; read-only for callers)."""
+        return self._all.sums[LEVELS.index(level)]
+
+    def tally(self, selectors: Iterable[Selector]) -> Tally:
+        """Free capacity per domain over the usable nodes that any of these selectors admits
+        (read-only for callers; no selectors: every usable node). The last few distinct sets
+        are kept current per event."""
+        by = {s.signature: s for s in selectors}
+        if not by or any(len(self.admitted(s)) == self._usable for s in by.values()):
+            return self._all  # the common case: the pods may go to every usable node
+        key = frozenset(by)
+        tracked = self._tallies.pop(key, None)
+        if tracked is None:
+            tracked = _Tracked(tuple(by.values()), set(), Tally())
+            for name in set().union(*(self.admitted(s) for s in by.values())):
+                tracked.nodes.add(name)
+                tracked.tally.add(self._where[name], self.free(name), self.nodes[name].gpus)
+            if len(self._tallies) >= _TALLY_LIMIT:
+                del self._tallies[next(iter(self._tallies))]  # the least recently used
+        self._tallies[key] = tracked
+        return tracked.tally
 
     def nesting(self) -> Mapping[str, tuple[str | None, ...]] | None:
         """leaf -> its leaf-pair, leaf-quad and spine, when every node of a leaf agrees on them
         and every node with a network label has a leaf (the network domains nest); else None.
         NVLink domains are not part of it: one may span two leaf domains."""
-        self.index()
-        return self._up
+        return self._fabric.nesting()
 
     def where(self, node: str) -> tuple[str | None, ...]:
         """The node's domain at each level (LEVELS order), None where it has no label."""
-        self.index()
         return self._where.get(node, ())
 
     def lowest(self, node: str) -> tuple[Level, str] | None:
@@ -224,87 +327,47 @@ class CapacityView:
 
     def order(self, level: Level) -> dict[str, int]:
         """Domain -> its position in fabric order."""
-        self.index()
-        return self._order[level]
+        return self._fabric.order(level)
 
     def levels(self) -> tuple[Level, ...]:
         """Levels at least one node is labelled with, bottom -> top."""
-        index = self.index()
-        return tuple(level for level in LEVELS if index[level])
+        return self._fabric.levels()
 
-    def index(self) -> dict[Level, tuple[tuple[str, tuple[str, ...]], ...]]:
+    def index(self) -> Index:
         """Per level: (domain, its nodes) in fabric order (NVLink domains: in the order of the
-        leaf domains that hold them)."""
-        if self._index is None:
-            built: dict[Level, dict[str, list[str]]] = {level: {} for level in LEVELS}
-            for name in sorted(self.nodes, key=fabric_order):
-                labels = self.nodes[name].labels
-                for level in LEVELS:
-                    domain = labels.get(level_key(level))
-                    if domain:
-                        built[level].setdefault(domain, []).append(name)
-            leaves = sorted(built[NETWORK_LEVELS[0]], key=fabric_order)
-            rank = {leaf: i for i, leaf in enumerate(leaves)}
-            leaf_key = level_key(NETWORK_LEVELS[0])
-
-            def key(level: Level, domain: str, members: list[str]) -> tuple[int, Any]:
-                """Network levels by name; NVLink domains (named by UUID) by the first leaf
-                domain that holds them, so they follow the fabric too."""
-                if level != LEVELS[0]:
-                    return 0, fabric_order(domain)
-                at = (rank.get(self.nodes[n].labels.get(leaf_key, ""), len(rank)) for n in members)
-                return min(at, default=len(rank)), fabric_order(domain)
-
-            self._index = {
-                level: tuple(
-                    (d, tuple(members))
-                    for _, d, members in sorted(
-                        (key(level, d, m), d, m) for d, m in built[level].items()
-                    )
-                )
-                for level in LEVELS
-            }
-            self._members = {level: dict(self._index[level]) for level in LEVELS}
-            self._order = {
-                level: {d: i for i, (d, _) in enumerate(self._index[level])} for level in LEVELS
-            }
-            self._where = {
-                name: tuple(info.labels.get(level_key(level)) or None for level in LEVELS)
-                for name, info in self.nodes.items()
-            }
-            up: dict[str, tuple[str | None, ...]] | None = {}
-            for where in self._where.values():
-                net = where[LEAF:]
-                if up is None:
-                    break
-                if net[0] is None:
-                    up = None if any(net) else up
-                elif up.setdefault(net[0], net[1:]) != net[1:]:
-                    up = None
-            self._up = up
-        return self._index
+        leaf domains that hold them). Assembled when asked for; a decision reads only order()
+        and the nodes of the domains it looks at (domain_nodes)."""
+        return self._fabric.index()
 
     def domain_nodes(self, level: Level, domain: str) -> tuple[str, ...]:
-        self.index()
-        return self._members[level].get(domain, ())
+        return self._fabric.nodes(level, domain)
 
-    def eligible(self, selector: Selector) -> frozenset[str]:
-        """Usable nodes the selector admits (memoized per node generation)."""
+    def admitted(self, selector: Selector) -> AbstractSet[str]:
+        """Usable nodes the selector admits, kept current as nodes change (read-only for
+        callers: the set itself changes with the next node event)."""
         hit = self._eligible.get(selector.signature)
         if hit is None:
             if len(self._eligible) >= _MEMO_LIMIT:
-                self._eligible = {}
-            hit = frozenset(
-                n.name
-                for n in self.nodes.values()
-                if n.usable and selector.admits(n.name, n.labels, n.taints)
-            )
-            self._eligible[selector.signature] = hit
+                self._eligible, self._frozen = {}, {}
+            facts = ((n.name, n.labels, n.taints) for n in self.nodes.values() if n.usable)
+            nodes = admitting(selector, facts)
+            hit = self._eligible[selector.signature] = (selector, nodes)
+        return hit[1]
+
+    def eligible(self, selector: Selector) -> frozenset[str]:
+        """Usable nodes the selector admits, as a snapshot (copied again after a node change)."""
+        hit = self._frozen.get(selector.signature)
+        if hit is None:
+            hit = self._frozen[selector.signature] = frozenset(self.admitted(selector))
         return hit
 
     # -- gauges ------------------------------------------------------------------------------
     def free_total(self, nodes: Sequence[str] | None = None) -> int:
         return sum(self.free(n) for n in (self.nodes if nodes is None else nodes))
+
+    def free_at(self, level: Level) -> int:
+        """Free GPUs on the usable nodes labelled with this level (the gauge, without a walk)."""
+        return sum(self._all.sums[LEVELS.index(level)].values())
 
     def fragmentation(self, level: Level) -> float:
         """Share of free GPUs sitting in domains of this level that are not entirely free.
@@ -313,12 +376,11 @@ class CapacityView:
         "free GPUs in leaf domains unable to take a full-leaf job"). 0 = every free GPU is in a
         completely free domain; 1 = no domain is completely free.
         """
-        total = whole = 0
-        for _, nodes in self.index()[level]:
-            free = sum(self.free(n) for n in nodes)
-            total += free
-            if free and all(
-                self.nodes[n].usable and self.free(n) == self.nodes[n].gpus for n in nodes
-            ):
-                whole += free
+        i = LEVELS.index(level)
+        free, size, alloc = self._all.sums[i], self._all.size[i], self._all.alloc[i]
+        members = self._fabric.domains[i]
+        total = sum(free.values())
+        whole = sum(  # entirely free: every node usable, and free GPUs = allocatable GPUs
+            f for d, f in free.items() if f == size[d] and sum(alloc[d].values()) == len(members[d])
+        )
         return 0.0 if total == 0 else 1.0 - whole / total

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
-from webhook.groups.capacity import LEAF, CapacityView
+from webhook.groups.capacity import CapacityView
 from webhook.groups.names import LEVELS, NVLINK_LEVEL, Level, Locality, level_key
 from webhook.groups.selector import Selector
+from webhook.groups.tally import Tally, free_for, slots
 
 Policy = Literal["tightest", "first"]
 
@@ -93,7 +95,7 @@ def pack(
     members: Sequence[Member],
     nodes: Iterable[str],
     free: Callable[[str], int],
-    eligible: Callable[[Selector], frozenset[str]],
+    eligible: Callable[[Selector], AbstractSet[str]],
     partial: bool = False,
 ) -> dict[str, str] | None:
     """Best-fit decreasing: member -> node. None when not every member fits (unless partial)."""
@@ -116,26 +118,41 @@ def pack(
     return out
 
 
-Sums = tuple[list[dict[str, int]], list[dict[str, int]], list[dict[str, int]]]
-
-
 class _Eval:
-    """Per-decision memo of eligibility and free GPUs (the view does not change meanwhile)."""
+    """Per-decision memo of eligibility and free GPUs (the view does not change meanwhile).
+    Which domains fit is read from the view's per-domain tallies; only a domain that is chosen,
+    or that needs a packing to tell, is looked at node by node."""
 
     def __init__(self, view: CapacityView, members: Sequence[Member]) -> None:
         self.view = view
         self.members = members
-        self.shapes = {m.selector.signature: view.eligible(m.selector) for m in members}
-        self.any_ok: frozenset[str] = frozenset().union(*self.shapes.values())
+        self.shapes = {m.selector.signature: view.admitted(m.selector) for m in members}
         self.need = demand(members)
         self.smallest = min((m.gpus for m in members), default=0)
         self._free: dict[str, int] = {}
-        self._sums: Sums | None = None
+        self._any_ok: AbstractSet[str] | None = None
+        self._tally: Tally | None = None
 
     def subset(self, members: Sequence[Member]) -> _Eval:
+        """The same view and eligibility for fewer members (their tally: the whole group's, an
+        upper bound for them)."""
         other = copy.copy(self)
-        other.members, other.need, other._sums = members, demand(members), None
+        other.members, other.need = members, demand(members)
+        other.smallest = min((m.gpus for m in members), default=0)
         return other
+
+    @property
+    def any_ok(self) -> AbstractSet[str]:
+        """Nodes at least one member may go to."""
+        if self._any_ok is None:
+            sets = list(self.shapes.values())
+            self._any_ok = sets[0] if len(sets) == 1 else frozenset().union(*sets)
+        return self._any_ok
+
+    def tally(self) -> Tally:
+        if self._tally is None:
+            self._tally = self.view.tally(m.selector for m in self.members)
+        return self._tally
 
     def free(self, n: str) -> int:
         f = self._free.get(n)
@@ -147,10 +164,10 @@ class _Eval:
         info = self.view.nodes.get(n)
         return info.gpus if info is not None and info.usable else 0
 
-    def eligible(self, s: Selector) -> frozenset[str]:
+    def eligible(self, s: Selector) -> AbstractSet[str]:
         return self.shapes[s.signature]
 
-    def uniform(self) -> tuple[frozenset[str], int, int] | None:
+    def uniform(self) -> tuple[AbstractSet[str], int, int] | None:
         """(eligible nodes, GPUs per pod, pods) when every member is the same shape."""
         shapes = {(m.selector.signature, m.gpus) for m in self.members}
         if len(shapes) != 1 or (0 in {g for _, g in shapes}):  # 0 GPUs: no slots to count
@@ -159,7 +176,8 @@ class _Eval:
         return self.shapes[signature], gpus, len(self.members)
 
     def usable_free(self, nodes: Sequence[str], free: Callable[[str], int]) -> int:
-        return sum(f for n in nodes if n in self.any_ok and (f := free(n)) >= self.smallest)
+        ok = self.any_ok
+        return sum(f for n in nodes if n in ok and (f := free(n)) >= self.smallest)
 
     def fits(self, nodes: Sequence[str], free: Callable[[str], int]) -> bool:
         if self.usable_free(nodes, free) < self.need:
@@ -175,60 +193,70 @@ class _Eval:
             return None
         return pack(self.members, nodes, free, self.eligible)
 
-    def sums(self) -> Sums:
-        """Per level (LEVELS order), per domain: free GPUs, usable free GPUs, whole-pod slots.
+    def usable(self, level: Level) -> dict[str, int]:
+        """Per domain of the level (those with any): free GPUs on nodes a member may go to that
+        have room for the smallest member."""
+        i = LEVELS.index(level)
+        if self.smallest <= 1:  # every free GPU counts
+            return dict(self.tally().sums[i])
+        counts = self.tally().free[i]
+        return {d: u for d, c in counts.items() if (u := free_for(c, self.smallest)) > 0}
 
-        One pass over the nodes that have a free GPU, adding into their NVLink domain and leaf,
-        then leaves rolled up into their parents when the network domains nest (else every level
-        per node).
-        """
-        if self._sums is not None:
-            return self._sums
+    def most_usable(self, level: Level) -> tuple[str, int] | None:
+        """The domain with the most usable free GPUs (the first in fabric order of equals)."""
+        i, order = LEVELS.index(level), self.view.order(level)
+        counts = self.tally().free[i]
+        best: tuple[int, int, str] | None = None
+        for d, have in self.tally().sums[i].items():
+            if best is not None and have < -best[0]:
+                continue  # its free GPUs bound what it can offer
+            u = have if self.smallest <= 1 else free_for(counts[d], self.smallest)
+            if u > 0 and (best is None or (-u, order[d]) < best[:2]):
+                best = (-u, order[d], d)
+        return None if best is None else (best[2], -best[0])
+
+    def may_fit(self, level: Level, domain: str) -> bool:
+        """False when the domain surely cannot hold the members now (a bound from its tally)."""
+        counts = self.tally().free[LEVELS.index(level)].get(domain, {})
+        return free_for(counts, self.smallest) >= self.need
+
+    def fits_empty(self, level: Level) -> bool:
+        """Some domain of the level holds every member when nothing runs on it."""
         uniform = self.uniform()
-        per, ok = (uniform[1], uniform[0]) if uniform is not None else (0, frozenset[str]())
-        any_ok, smallest = self.any_ok, self.smallest
-        up = self.view.nesting()
-        width = LEAF + 1 if up is not None else len(LEVELS)
-        total: list[dict[str, int]] = [{} for _ in LEVELS]
-        usable: list[dict[str, int]] = [{} for _ in LEVELS]
-        slots: list[dict[str, int]] = [{} for _ in LEVELS]
-        where = self.view.where
-        for n, f in self.view.with_free().items():
-            counts = f >= smallest and n in any_ok
-            s = f // per if per and n in ok else 0
-            for i, d in enumerate(where(n)[:width]):
-                if d is None:
-                    continue
-                total[i][d] = total[i].get(d, 0) + f
-                if counts:
-                    usable[i][d] = usable[i].get(d, 0) + f
-                if s:
-                    slots[i][d] = slots[i].get(d, 0) + s
-        if up is not None:
-            for sums in (total, usable, slots):
-                for leaf, value in sums[LEAF].items():
-                    for i, d in enumerate(up[leaf], start=LEAF + 1):
-                        if d is not None:
-                            sums[i][d] = sums[i].get(d, 0) + value
-        self._sums = (total, usable, slots)
-        return self._sums
+        i = LEVELS.index(level)
+        size = self.tally().size[i]
+        for domain, counts in self.tally().alloc[i].items():
+            if size[domain] < self.need or free_for(counts, self.smallest) < self.need:
+                continue
+            if uniform is not None:
+                if slots(counts, uniform[1]) >= uniform[2]:
+                    return True
+            elif self.fits(self.view.domain_nodes(level, domain), self.alloc):
+                return True
+        return False
 
     def fitting(self, level: Level) -> Iterator[tuple[str, int]]:
         """Domains of the level that hold every member now, with the GPUs left after placing,
         in fabric order."""
-        total, usable, slots = self.sums()
         i, order = LEVELS.index(level), self.view.order(level)
+        counts, sums = self.tally().free[i], self.tally().sums[i]
+        total = self.view.domain_free(level)
         uniform = self.uniform()
-        for d in sorted(usable[i], key=order.__getitem__):
-            if usable[i][d] < self.need:
+        found = []
+        for d, have in sums.items():
+            if have < self.need:
                 continue
-            if uniform is not None:
-                ok = slots[i].get(d, 0) >= uniform[2]
+            if uniform is not None:  # enough whole-pod slots imply enough usable GPUs
+                ok = slots(counts[d], uniform[1]) >= uniform[2]
+            elif free_for(counts[d], self.smallest) < self.need:
+                continue
             else:
                 nodes = self.view.domain_nodes(level, d)
                 ok = pack(self.members, nodes, self.free, self.eligible) is not None
             if ok:
-                yield d, total[i][d] - self.need
+                found.append((order[d], d, total[d] - self.need))
+        for _, d, left in sorted(found):
+            yield d, left
 
 
 def start_level(view: CapacityView, ev: _Eval, req: Request) -> Level | None:
@@ -240,14 +268,7 @@ def start_level(view: CapacityView, ev: _Eval, req: Request) -> Level | None:
     key = ("start", tuple(sorted((m.selector.signature, m.gpus) for m in ev.members)))
     hit = view.memo.get(key)  # depends only on the nodes, not on what runs on them
     if hit is None:
-        hit = next(
-            (
-                level
-                for level in levels
-                if any(ev.fits(nodes, ev.alloc) for _, nodes in view.index()[level])
-            ),
-            levels[-1],
-        )
+        hit = next((level for level in levels if ev.fits_empty(level)), levels[-1])
         view.memo[key] = hit
     return hit  # type: ignore[return-value]
 
@@ -296,18 +317,18 @@ def _best(ev: _Eval, view: CapacityView, level: Level, policy: Policy) -> Placed
 
 
 def _why_waiting(ev: _Eval, view: CapacityView, level: Level) -> str:
-    usable = ev.sums()[1][LEVELS.index(level)]
-    order = view.order(level)
     text = f"no {level} has {ev.need} free GPUs for {len(ev.members)} pods"
-    if not usable:
-        return text
-    best = min(usable, key=lambda d: (-usable[d], order[d]))
-    return f"{text}; best: {best} with {usable[best]}"
+    best = ev.most_usable(level)
+    return text if best is None else f"{text}; best: {best[0]} with {best[1]}"
 
 
 def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     """Fewest domains of the top level: largest first, then the tightest one for the rest."""
-    domains = sorted(view.index()[level], key=lambda d: -ev.usable_free(d[1], ev.free))
+    usable = ev.usable(level)
+    if sum(usable.values()) < ev.need:
+        return None  # not even every usable free GPU together would do
+    order = view.order(level)
+    domains = sorted(order, key=lambda d: (-usable.get(d, 0), order[d]))
     room: dict[str, int] = {}
 
     def free(n: str) -> int:
@@ -320,25 +341,27 @@ def _spread(ev: _Eval, view: CapacityView, level: Level) -> Placed | None:
     used: set[str] = set()
     while left:
         rest = ev.subset(left)
-        whole = [
-            (sum(free(n) for n in nodes), order, d, a)
-            for order, (d, nodes) in enumerate(domains)
-            if d not in used and (a := rest.fit(nodes, free)) is not None
-        ]
+        whole = []
+        for at, d in enumerate(domains[len(used) :], start=len(used)):
+            if usable.get(d, 0) < rest.need:
+                break  # the domains are in falling order of what they can offer
+            nodes = view.domain_nodes(level, d)
+            if rest.may_fit(level, d) and (a := rest.fit(nodes, free)) is not None:
+                whole.append((sum(free(n) for n in nodes), at, d, a))
         if whole:
             _, _, domain, assigned = min(whole, key=lambda w: w[:2])
             out += [Assignment(k, level, domain, n) for k, n in sorted(assigned.items())]
             return Placed(level, tuple(out))
-        nxt = next(((d, nodes) for d, nodes in domains if d not in used), None)
-        if nxt is None:
+        if len(used) == len(domains):
             return None
-        domain, nodes = nxt
-        used.add(domain)
+        nxt = domains[len(used)]  # the largest left
+        used.add(nxt)
+        nodes = view.domain_nodes(level, nxt)
         assigned = pack(left, nodes, free, ev.eligible, partial=True) or {}
         sizes = {m.key: m.gpus for m in left}
         for k, n in sorted(assigned.items()):
             room[n] -= sizes[k]
-            out.append(Assignment(k, level, domain, n))
+            out.append(Assignment(k, level, nxt, n))
         left = [m for m in left if m.key not in assigned]
     return Placed(level, tuple(out))
 
@@ -382,7 +405,7 @@ def decide(view: CapacityView, req: Request, policy: Policy = "tightest") -> Dec
     spread = _spread(ev, view, top)
     if spread is not None:
         return spread
-    total = sum(ev.usable_free(nodes, ev.free) for _, nodes in view.index()[top])
+    total = sum(ev.usable(top).values())
     return Waiting(
         top, f"all {top} domains together have {total} usable free GPUs; needs {ev.need}"
     )

@@ -1,5 +1,5 @@
-"""Free GPUs and fragmentation per level, published at most every few seconds (each costs a pass
-over every node)."""
+"""Free GPUs and fragmentation per level, published at most every few seconds (read from the
+placer's per-domain tallies: a pass over the domains, not the nodes)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from webhook.server.metrics import WebhookMetrics
 def publish(metrics: WebhookMetrics, placer: Placer) -> None:
     view = placer.view
     for level in view.levels():
-        nodes = [n for _, members in view.index()[level] for n in members]
-        metrics.group_free_gpus.labels(level=level).set(view.free_total(nodes))
+        metrics.group_free_gpus.labels(level=level).set(view.free_at(level))
         metrics.group_fragmentation.labels(level=level).set(view.fragmentation(level))
     metrics.group_waiting.set(len(placer.waiting))
     by_priority: dict[int, int] = {}
