@@ -345,5 +345,5 @@ def _on_name(store: LabelStore, e: Mapping[str, Any], nodes: set[str] | None) ->
         return set()  # the scheduler refuses the term
     name = values[0]  # type: ignore[index]
     if op == "In":
-        return {name} & (store.nodes.keys() if nodes is None else nodes)
+        return {name} if nodes is None else nodes & {name}  # an unknown name: admitted anyway
     return (set(store.nodes) if nodes is None else nodes) - {name}
