@@ -172,7 +172,7 @@ def test_more_shapes_than_kept_stay_exact_round_robin() -> None:
 def test_a_shape_every_node_meets_answers_from_the_whole_fleet_until_one_does_not() -> None:
     labels = {n: {"zone": "a"} for n in NAMES}
     cache = _cache(labels)
-    spec = {"nodeSelector": {"zone": "a"}}
+    spec: dict[str, Any] = {"nodeSelector": {"zone": "a"}}
     assert cache.fleet_for(pod(**spec)) is cache.groups()  # its views are the plain pods'
     cache.node_exists("n3", True, {"zone": "b"})
     narrowed = cache.fleet_for(pod(**spec))
