@@ -12,6 +12,7 @@ per node or per layout by `Shape`. webhook.kube.nodeselector is the reference fo
 
 from __future__ import annotations
 
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -22,6 +23,7 @@ from webhook.kube.nodeselector import NODE_NAME_FIELD, parse_int64, requirement
 
 HOSTNAME = "kubernetes.io/hostname"
 Items = tuple[tuple[str, str], ...]
+INDEXED_KEYS = 64  # label keys indexed at once; the least recently asked is dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +59,13 @@ class LabelStore:
         self._by_tag: dict[int, _Set] = {}
         self._tags = count()
         self.nodes: dict[str, Labels] = {}  # read it, never write it
-        # key -> value -> tags of the label sets with key=value; read it, never write it
-        self.index: dict[str, dict[str, set[int]]] = {}
-        # hostname -> its node's name (a set when nodes share one), and nodes with none
-        self._hosts: dict[str, str | set[str]] = {}
+        # key -> value -> tags of the label sets with key=value, built for a key when a shape
+        # first asks of it (most keys never are: no memory for them), kept current after that.
+        self._index: OrderedDict[str, dict[str, set[int]]] = OrderedDict()
+        self._keys: Counter[str] = Counter()  # key -> label sets that carry it
+        # hostname -> the nodes that carry it, for a hostname that is not the node's own name
+        # (the usual hostname is: nothing kept for it)
+        self._hosts: dict[str, set[str]] = {}
         self.no_hostname: set[str] = set()
 
     @staticmethod
@@ -110,7 +115,10 @@ class LabelStore:
         entry = self._sets[key] = _Set(key, next(self._tags))
         self._by_tag[entry.tag] = entry
         for k, v in key:
-            self.index.setdefault(k, {}).setdefault(v, set()).add(entry.tag)
+            self._keys[k] += 1
+            values = self._index.get(k)
+            if values is not None:
+                values.setdefault(v, set()).add(entry.tag)
         return entry
 
     def _leave(self, name: str, tag: int) -> None:
@@ -120,35 +128,52 @@ class LabelStore:
             return
         del self._sets[entry.items], self._by_tag[tag]
         for k, v in entry.items:
-            values = self.index[k]
-            values[v].discard(tag)
-            if not values[v]:
-                del values[v]
-                if not values:
-                    del self.index[k]
+            self._keys[k] -= 1
+            if not self._keys[k]:
+                del self._keys[k]
+                self._index.pop(k, None)
+                continue
+            values = self._index.get(k)
+            if values is not None:
+                values[v].discard(tag)
+                if not values[v]:
+                    del values[v]
+
+    def postings(self, key: str) -> Mapping[str, set[int]]:
+        """value -> the tags of the label sets with key=value (read it, never write it)."""
+        values = self._index.get(key)
+        if values is not None:
+            self._index.move_to_end(key)
+            return values
+        if key not in self._keys:
+            return {}
+        values = self._index[key] = {}
+        for entry in self._by_tag.values():
+            v = entry.labels.get(key)
+            if v is not None:
+                values.setdefault(v, set()).add(entry.tag)
+        if len(self._index) > INDEXED_KEYS:
+            self._index.popitem(last=False)
+        return values
 
     def _host(self, name: str, hostname: str | None, add: bool) -> None:
         if hostname is None:
             (self.no_hostname.add if add else self.no_hostname.discard)(name)
-            return
-        have = self._hosts.get(hostname)
-        if add:
-            if have is None:
-                self._hosts[hostname] = name
-            elif isinstance(have, str):
-                self._hosts[hostname] = {have, name}
-            else:
-                have.add(name)
-        elif have == name:
-            del self._hosts[hostname]
-        elif isinstance(have, set):
-            have.discard(name)
-            if len(have) == 1:
-                self._hosts[hostname] = next(iter(have))
+        elif hostname != name:
+            if add:
+                self._hosts.setdefault(hostname, set()).add(name)
+            elif hostname in self._hosts:
+                self._hosts[hostname].discard(name)
+                if not self._hosts[hostname]:
+                    del self._hosts[hostname]
 
     def by_hostname(self, hostname: str) -> set[str]:
-        have = self._hosts.get(hostname)
-        return set() if have is None else {have} if isinstance(have, str) else set(have)
+        """The nodes whose hostname label is this."""
+        out = set(self._hosts.get(hostname, ()))
+        own = self.nodes.get(hostname)
+        if own is not None and own.hostname == hostname:
+            out.add(hostname)
+        return out
 
     def members(self, tags: set[int]) -> set[str]:
         """The nodes that carry one of these label sets."""
@@ -178,7 +203,7 @@ def label_sets(store: LabelStore, expr: Mapping[str, Any]) -> set[int]:
     key, op, values = expr.get("key"), expr.get("operator"), _values(expr)
     if not isinstance(key, str) or not isinstance(op, str) or values is None:
         return set()
-    entries = store.index.get(key, {})
+    entries = store.postings(key)
     if op in ("In", "NotIn"):
         if not values:
             return set()

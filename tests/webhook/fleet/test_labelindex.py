@@ -154,6 +154,10 @@ def test_label_changes_keep_every_kept_shape_exact(
         for s in shapes:
             want = _expected(cache, labels, _spec(*s))
             assert _nodes(cache, _spec(*s)) == _through_cache(s, want, cache)
+            # The index kept current by those changes answers a shape built now alike.
+            assert cache._labels is not None
+            got = Shape(cache._labels, *s).admitted(cache.groups().members())
+            assert (set(cache.nodes) if got is None else {n for _, ns in got for n in ns}) == want
 
 
 def test_more_shapes_than_kept_stay_exact_round_robin() -> None:
@@ -184,13 +188,15 @@ def test_the_index_follows_label_changes_and_drops_sets_no_node_has() -> None:
     store = LabelStore()
     store.put("a", {"zone": "x", HOSTNAME: "host-a"})
     store.put("b", {"zone": "x", HOSTNAME: "host-b"})
-    assert store.tags == 1 and store.index == {"zone": {"x": {store.nodes["a"].tag}}}
+    assert store.tags == 1 and store.postings("zone") == {"x": {store.nodes["a"].tag}}
     store.put("b", {"zone": "y", HOSTNAME: "host-a"})  # moves, and now shares a hostname
-    assert set(store.index["zone"]) == {"x", "y"}
+    assert set(store.postings("zone")) == {"x", "y"}
     assert store.by_hostname("host-a") == {"a", "b"} and store.by_hostname("host-b") == set()
     store.put("a", None)
-    assert store.index == {"zone": {"y": {store.nodes["b"].tag}}} and store.tags == 1
+    assert store.postings("zone") == {"y": {store.nodes["b"].tag}} and store.tags == 1
     assert store.by_hostname("host-a") == {"b"}
+    store.put("c", {HOSTNAME: "c"})  # a hostname that is the node's own name
+    assert store.by_hostname("c") == {"c"} and store.postings("pool") == {}
 
 
 FIXED = {  # every kind of node a single expression can tell apart; n9 has no labels known
