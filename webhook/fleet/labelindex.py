@@ -325,7 +325,7 @@ class Shape:
         known = self.store.nodes
         out, everyone = [], True
         for layout, names in members:
-            live = tuple(i for i, t in enumerate(layered) if t.holds_on(layout))
+            live = tuple(i for i, t in enumerate(layered) if t.holds_on(layout)) if layered else ()
             if live not in unions:
                 parts = [layered[i].nodes for i in live]
                 unions[live] = None if None in parts else base.union(*parts)  # type: ignore[arg-type]

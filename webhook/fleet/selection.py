@@ -168,8 +168,8 @@ class Selections:
         admitted = Shape(labels, *sel.constraints).admitted(whole.members())
         sel.everyone = admitted is None and len(whole) > 0
         sel.fleet = whole if sel.everyone else Fleet(self._lock, scope=SCOPE)
-        for layout, names in admitted or ():
-            sel.fleet.add_all(names, layout)
+        if not sel.everyone:
+            sel.fleet.fill(admitted or ())
 
     def _use(self, sel: _Selection) -> Fleet:
         self._by_key.move_to_end(sel.key)
