@@ -19,7 +19,7 @@ from itertools import count
 from typing import Any
 
 from webhook.fleet.layouts import KEY_INDEX, Layout
-from webhook.kube.nodeselector import NODE_NAME_FIELD, parse_int64, requirement
+from webhook.kube.nodeselector import NODE_NAME_FIELD, expr_values, parse_int64, requirement
 
 HOSTNAME = "kubernetes.io/hostname"
 Items = tuple[tuple[str, str], ...]
@@ -187,20 +187,10 @@ class LabelStore:
         return set(self._by_tag)
 
 
-def _values(expr: Mapping[str, Any]) -> list[str] | None:
-    """nodeselector._values: None for a values field the scheduler would refuse."""
-    raw = expr.get("values")
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-        return None
-    return raw
-
-
 def label_sets(store: LabelStore, expr: Mapping[str, Any]) -> set[int]:
     """The tags of the label sets one matchExpressions entry admits (on a key the shared sets
     hold): nodeselector.requirement's rules, over the index."""
-    key, op, values = expr.get("key"), expr.get("operator"), _values(expr)
+    key, op, values = expr.get("key"), expr.get("operator"), expr_values(expr)
     if not isinstance(key, str) or not isinstance(op, str) or values is None:
         return set()
     entries = store.postings(key)
@@ -344,7 +334,7 @@ class Shape:
 
 def _on_hostname(store: LabelStore, e: Mapping[str, Any], nodes: set[str] | None) -> set[str]:
     """ANDs an expression on the hostname into `nodes` (None: every labelled node)."""
-    op, values = e.get("operator"), _values(e)
+    op, values = e.get("operator"), expr_values(e)
     if op in ("In", "NotIn") and values:
         named: set[str] = set().union(*(store.by_hostname(v) for v in set(values)))
         if op == "In":
@@ -365,7 +355,7 @@ def _host_labels(labels: Labels) -> dict[str, str]:
 
 def _on_name(store: LabelStore, e: Mapping[str, Any], nodes: set[str] | None) -> set[str]:
     """ANDs a matchFields entry into `nodes`: metadata.name In / NotIn with exactly one value."""
-    op, values = e.get("operator"), _values(e)
+    op, values = e.get("operator"), expr_values(e)
     if e.get("key") != NODE_NAME_FIELD or op not in ("In", "NotIn") or len(values or ()) != 1:
         return set()  # the scheduler refuses the term
     name = values[0]  # type: ignore[index]
