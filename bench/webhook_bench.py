@@ -113,6 +113,20 @@ def realistic_pod(annotated: bool = True) -> dict[str, Any]:
     }
 
 
+CAPTURED = ROOT / "tests" / "fixtures" / "admission" / "pod-create.review.json"
+
+
+def bench_pod(kind: str) -> dict[str, Any]:
+    """bench: realistic_pod; captured: the pod of the AdmissionReview kube-apiserver sent (its own
+    required affinity: zone-a); captured-noaffinity: the same pod without it (issue 22)."""
+    if kind == "bench":
+        return realistic_pod()
+    pod: dict[str, Any] = json.loads(CAPTURED.read_bytes())["request"]["object"]
+    if kind == "captured-noaffinity":
+        del pod["spec"]["affinity"]
+    return pod
+
+
 def review(i: int, pod: dict[str, Any]) -> bytes:
     request = {
         "uid": f"uid-{i}",
@@ -197,7 +211,7 @@ def _p99(values: list[float]) -> float:
 async def measure(
     args: argparse.Namespace, client: Client, base_port: int, port: int, nodes: int
 ) -> dict[str, Any]:
-    fab = [review(i, realistic_pod()) for i in range(64)]
+    fab = [review(i, bench_pod(args.pod)) for i in range(64)]
     plain = [review(i, realistic_pod(annotated=False)) for i in range(64)]
     for bodies in (fab, plain):  # warm-up: connections, first views
         await client.burst(base_port, bodies, 200)
@@ -276,8 +290,9 @@ async def run(args: argparse.Namespace, ca: str, cert: str, key: str) -> None:
                 key,
                 nodes,
                 shape,
-                review(0, realistic_pod()),
+                review(0, bench_pod(args.pod)),
                 labels=args.node_labels,
+                one_zone=args.pod != "bench",
             )
             build = time.perf_counter() - t0
             try:
@@ -335,6 +350,14 @@ def main() -> int:
         action="store_true",
         help="the webhook knows the Node labels (serve's Node watch): the fabric pod's own zone "
         "and instance-type affinity then narrow the nodes it is decided on (default: off)",
+    )
+    parser.add_argument(
+        "--pod",
+        choices=["bench", "captured", "captured-noaffinity"],
+        default="bench",
+        help="the fabric pod: the bench's own (default), or the one in the captured kube-apiserver "
+        "review (own affinity: zone-a; with --node-labels every Node is in zone-a), or that pod "
+        "without its affinity",
     )
     args = parser.parse_args()
     args.fleets = args.fleets or _fleets("5000:alike,20000:distinct" if args.quick else CURVE)

@@ -135,9 +135,10 @@ def baseline_server(port: int, cert: str, key: str, ready: Any) -> None:
     asyncio.run(_serve(app, port, cert, key, ready, bare=True))
 
 
-def node_labels(n: int) -> dict[str, dict[str, str]]:
+def node_labels(n: int, one_zone: bool = False) -> dict[str, dict[str, str]]:
     """Node labels as a real GPU node carries them (kubelet, cloud, GPU feature discovery): two
-    zones, two instance types, the rest alike but the hostname (issue 17 item 1)."""
+    zones (one_zone: every node in zone-a), two instance types, the rest alike but the hostname
+    (issue 17 item 1)."""
     out = {}
     for i in range(n):
         name = f"gpu-node-{i:05d}"
@@ -148,7 +149,7 @@ def node_labels(n: int) -> dict[str, dict[str, str]]:
             "beta.kubernetes.io/arch": "amd64",
             "beta.kubernetes.io/os": "linux",
             "topology.kubernetes.io/region": "region-1",
-            "topology.kubernetes.io/zone": "zone-a" if i % 2 else "zone-b",
+            "topology.kubernetes.io/zone": "zone-a" if i % 2 or one_zone else "zone-b",
             "node.kubernetes.io/instance-type": "gpu-8x" if i % 3 else "gpu-4x",
             "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
@@ -173,6 +174,7 @@ def fabric_server(
     review: bytes,
     ready: Any,
     labels: bool = False,
+    one_zone: bool = False,
 ) -> None:
     _pin()
     import psutil
@@ -190,7 +192,7 @@ def fabric_server(
     cache.replace_nodes(fleet(nodes, shape))
     cache.replace_claims([])
     if labels:  # serve's Node watch: the pod's own zone / instance-type affinity narrows the nodes
-        known = node_labels(nodes)
+        known = node_labels(nodes, one_zone)
         cache.replace_existing_nodes(list(known), known)
         del known  # the watch's list is gone after it too: RSS counts what the cache keeps
     request = rv.parse(review)

@@ -131,6 +131,16 @@ def query_size(query: Query) -> int:
     return sum(len(cond[2]) + 1 for term in query for cond in term)
 
 
+Totalled = tuple[tuple[str, ...], str, str]  # usable HCAs, hca-profile, GDR level
+_PROFILE = KEY_INDEX[api.LABEL_HCA_PROFILE]
+
+
+def _totalled(layout: Layout) -> Totalled:
+    """All of a layout a view's totals read: layouts alike in it are added up once (a fleet
+    whose every node is its own layout still has few of these)."""
+    return layout.usable_hcas, layout.values[_PROFILE] or "", layout.gdr_level
+
+
 class _View:
     """Running totals over the nodes one query admits."""
 
@@ -146,19 +156,23 @@ class _View:
         self.pins: dict[tuple[str, ...], Pin | None] = {}
 
     def apply(self, layout: Layout, delta: int) -> None:
+        self.add(_totalled(layout), delta)
+
+    def add(self, part: Totalled, delta: int) -> None:
+        """delta nodes of layouts that read alike here (_totalled)."""
+        usable_hcas, name, gdr_level = part
         self.answer, self.pins = None, {}
         self.nodes += delta
-        for h in layout.usable_hcas:
+        for h in usable_hcas:
             _bump(self.hcas, h, delta)
-        name = layout.values[KEY_INDEX[api.LABEL_HCA_PROFILE]] or ""
         prof = self.profiles.get(name) or self.profiles.setdefault(name, _Profile())
         prof.nodes += delta
-        prof.usable[layout.usable_hcas] += delta
-        if not prof.usable[layout.usable_hcas]:
-            del prof.usable[layout.usable_hcas]
-        if layout.gdr_level:
-            _bump(self.gdr, layout.gdr_level, delta)
-            _bump(prof.gdr, layout.gdr_level, delta)
+        prof.usable[usable_hcas] += delta
+        if not prof.usable[usable_hcas]:
+            del prof.usable[usable_hcas]
+        if gdr_level:
+            _bump(self.gdr, gdr_level, delta)
+            _bump(prof.gdr, gdr_level, delta)
         if not prof.nodes:
             del self.profiles[name]
 
@@ -255,6 +269,12 @@ class Fleet:
         elif not entry[1]:
             del self._members[layout]
 
+    def fill(self, members: Iterable[tuple[Layout, set[str]]]) -> None:
+        """Set the nodes of a fleet that has none yet, layout by layout (callers hold `lock`
+        and hand over the sets)."""
+        self._members = {layout: (layout, names) for layout, names in members if names}
+        self._views.clear()
+
     def members(self) -> Iterator[tuple[Layout, set[str]]]:
         """Each layout and its node names, live (callers hold `lock` and do not keep them)."""
         return ((layout, names) for layout, (_, names) in self._members.items())
@@ -279,9 +299,12 @@ class Fleet:
             self._views.move_to_end(query)
             return view
         view = _View(query)
+        parts: Counter[Totalled] = Counter()
         for layout, (_, names) in self._members.items():
             if query_holds(query, layout.values):
-                view.apply(layout, len(names))
+                parts[_totalled(layout)] += len(names)
+        for part, n in parts.items():
+            view.add(part, n)
         if query_size(query) <= VIEW_VALUES:  # a pod's own lists can be as long as the pod
             self._views[query] = view
             if len(self._views) > MAX_VIEWS:

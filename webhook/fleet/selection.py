@@ -15,88 +15,19 @@ import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from webhook.fleet.labelindex import Labels, LabelStore, Shape
 from webhook.fleet.layouts import KEY_INDEX, Fleet, Layout
-from webhook.kube.nodeselector import NODE_NAME_FIELD, affinity_terms, pod_admits
+from webhook.kube.nodeselector import affinity_terms, pod_admits
 
-HOSTNAME = "kubernetes.io/hostname"
+__all__ = ["MAX_SELECTIONS", "SCOPE", "LabelStore", "Labels", "Selections"]
+
 MAX_SELECTIONS = 16  # distinct constraint shapes remembered; the least recently asked is dropped
 SCOPE = (
     "the pod's own nodeSelector and required node affinity "
     "(no node with a GpuNodeStatus has the labels they ask for)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Labels:
-    """One Node's labels less our summary labels (its status decides those). The set is shared by
-    every node that has the same labels; the hostname, unique per node, is kept apart."""
-
-    shared: Mapping[str, str]
-    hostname: str | None
-
-    def get(self, key: str) -> str | None:
-        return self.hostname if key == HOSTNAME else self.shared.get(key)
-
-
-class LabelStore:
-    """Each Node's labels, one copy per distinct set (nodes of a pool share it), counted so a set
-    no node has any more is dropped."""
-
-    def __init__(self) -> None:
-        self._sets: dict[tuple[tuple[str, str], ...], list[Any]] = {}  # items -> [dict, users]
-        self.nodes: dict[str, Labels] = {}  # read it, never write it
-
-    @staticmethod
-    def items(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-        return tuple(
-            sorted(
-                (str(k), str(v)) for k, v in labels.items() if k not in KEY_INDEX and k != HOSTNAME
-            )
-        )
-
-    def get(self, name: str) -> Labels | None:
-        return self.nodes.get(name)
-
-    def put(self, name: str, labels: Mapping[str, Any] | None) -> bool:
-        """Set (None: forget) a node's labels; whether they changed."""
-        old = self.nodes.get(name)
-        if labels is None:
-            if old is None:
-                return False
-            self._release(old)
-            del self.nodes[name]
-            return True
-        host = labels.get(HOSTNAME)
-        hostname = str(host) if host is not None else None
-        key = self.items(labels)
-        if old is not None and old.hostname == hostname and old.shared is self._shared(key):
-            return False
-        entry = self._sets.get(key)
-        if entry is None:
-            entry = self._sets[key] = [dict(key), 0]
-        entry[1] += 1
-        if old is not None:
-            self._release(old)
-        self.nodes[name] = Labels(entry[0], hostname)
-        return True
-
-    def _shared(self, key: tuple[tuple[str, str], ...]) -> Mapping[str, str] | None:
-        entry = self._sets.get(key)
-        return entry[0] if entry is not None else None
-
-    def _release(self, labels: Labels) -> None:
-        key = tuple(labels.shared.items())  # the dict was built from the sorted items
-        entry = self._sets.get(key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del self._sets[key]
-
-    def names(self) -> set[str]:
-        return set(self.nodes)
 
 
 def _foreign(selector: Any, terms: list[Any] | None) -> bool:
@@ -122,12 +53,13 @@ def _key(found: Constraints) -> str:
 
 
 class _Selection:
-    __slots__ = ("fields", "fleet", "found", "host", "key", "keys", "pod", "raw")
+    __slots__ = ("constraints", "everyone", "fleet", "found", "key", "keys", "pod", "raw")
 
-    def __init__(self, found: Constraints, key: str, lock: threading.Lock) -> None:
+    def __init__(self, found: Constraints, key: str, whole: Fleet) -> None:
         # A copy: admission edits the pod (and so these very lists) in place.
         selector, terms = copy.deepcopy(found)
         self.key = key
+        self.constraints: Constraints = (selector, terms)
         # What a pod's constraints are compared with (Selections): `==` on the decoded JSON, no
         # key built (a fraction of a microsecond, where repr took microseconds per review).
         # Equal values of different types (1 == 1.0 == True) decide alike: the evaluator asks
@@ -149,9 +81,10 @@ class _Selection:
         # with no nodeSelectorTerms read; nothing kept twice.
         self.raw: Raw | None = (selector, spec.get("affinity")) if exact else None
         self.keys = _keys(selector, terms)
-        self.fields = NODE_NAME_FIELD in key  # matchFields: the node's name decides too
-        self.host = HOSTNAME in self.keys
-        self.fleet = Fleet(lock, scope=SCOPE)
+        # Its own fleet of the nodes it admits; while it admits every node (a zone that every
+        # node carries), the whole fleet, with the views alike pods have built.
+        self.fleet = whole
+        self.everyone = True
 
     def admits(self, name: str, layout: Layout, labels: Labels | None) -> bool:
         if labels is None:  # a node whose labels are unknown counts as met (the safe side)
@@ -164,14 +97,6 @@ class _Selection:
                 found[k] = v
         return pod_admits(self.pod, found, name)
 
-    def update(
-        self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None
-    ) -> None:
-        if old is not None:
-            self.fleet.remove(name, old)
-        if new is not None and self.admits(name, new, labels):
-            self.fleet.add(name, new)
-
 
 def _keys(selector: Any, terms: Any) -> tuple[str, ...]:
     keys = {str(k) for k in selector} if isinstance(selector, Mapping) else set()
@@ -179,7 +104,6 @@ def _keys(selector: Any, terms: Any) -> tuple[str, ...]:
         for e in (t.get("matchExpressions") or ()) if isinstance(t, Mapping) else ():
             if isinstance(e, Mapping) and isinstance(e.get("key"), str):
                 keys.add(e["key"])
-    keys.discard(NODE_NAME_FIELD)
     return tuple(sorted(keys))
 
 
@@ -192,6 +116,9 @@ class Selections:
         # The most recently asked selection (the end of _by_key): its raw constraints and fleet,
         # one reference replaced whole under the lock, so a reader needs no lock (see fleet_for).
         self._last: tuple[Raw | None, Fleet] | None = None
+        # What the selections are built from (the cache's, set by fleet_for).
+        self._whole: Fleet | None = None
+        self._labels: LabelStore | None = None
 
     def fleet_for(self, pod: Mapping[str, Any], whole: Fleet, labels: LabelStore) -> Fleet:
         """The fleet of the nodes the pod's own constraints admit: the whole fleet when there are
@@ -227,28 +154,22 @@ class Selections:
         known = self._by_key.get(key)
         if known is not None:
             return self._use(known)
-        sel = _Selection(found, key, self._lock)
-        per_node = sel.fields or sel.host  # else nodes alike in layout and label set are alike
-        get = labels.nodes.get
-        for layout, names in whole.members():
-            memo: dict[int, bool] = {}  # id of a shared label set (alive meanwhile) -> verdict
-            keep = []
-            for n in names:
-                lab = get(n)
-                if lab is None or per_node:
-                    ok = sel.admits(n, layout, lab)
-                elif (ok_ := memo.get(id(lab.shared))) is not None:
-                    ok = ok_
-                else:
-                    ok = memo[id(lab.shared)] = sel.admits(n, layout, lab)
-                if ok:
-                    keep.append(n)
-            sel.fleet.add_all(keep, layout)
+        self._whole, self._labels = whole, labels
+        sel = _Selection(found, key, whole)
+        self._build(sel, whole, labels)
         self._by_key[key] = sel
-        self._last = sel.raw, sel.fleet
         if len(self._by_key) > MAX_SELECTIONS:
             self._by_key.popitem(last=False)
-        return sel.fleet
+        return self._use(sel)
+
+    def _build(self, sel: _Selection, whole: Fleet, labels: LabelStore) -> None:
+        """One pass over the layouts; which of a layout's nodes are admitted comes from the label
+        index (webhook.fleet.labelindex), by set operations, not from judging each node."""
+        admitted = Shape(labels, *sel.constraints).admitted(whole.members())
+        sel.everyone = admitted is None and len(whole) > 0
+        sel.fleet = whole if sel.everyone else Fleet(self._lock, scope=SCOPE)
+        if not sel.everyone:
+            sel.fleet.fill(admitted or ())
 
     def _use(self, sel: _Selection) -> Fleet:
         self._by_key.move_to_end(sel.key)
@@ -258,8 +179,19 @@ class Selections:
     def update(
         self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None
     ) -> None:
+        """One node's layout or labels changed (the whole fleet and the label store have it)."""
+        whole, store = self._whole, self._labels
         for sel in self._by_key.values():
-            sel.update(name, old, new, labels)
+            ok = new is not None and sel.admits(name, new, labels)
+            if not sel.everyone:
+                if old is not None:
+                    sel.fleet.remove(name, old)
+                if new is not None and ok:
+                    sel.fleet.add(name, new)
+            elif new is not None and not ok and whole is not None and store is not None:
+                self._build(sel, whole, store)  # no longer every node: it gets its own fleet
+        if self._by_key:
+            self._use(next(reversed(self._by_key.values())))
 
     def clear(self) -> None:
         self._by_key.clear()

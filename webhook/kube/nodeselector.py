@@ -43,7 +43,9 @@ def parse_int64(text: str) -> int | None:
     return number if INT64_MIN <= number <= INT64_MAX else None
 
 
-def _values(expr: Mapping[str, Any]) -> list[str] | None:
+def expr_values(expr: Mapping[str, Any]) -> list[str] | None:
+    """An expression's values; None when the scheduler would refuse them (not a list of
+    strings)."""
     raw = expr.get("values")
     if raw is None:
         return []
@@ -58,7 +60,7 @@ def _show(key: str, op: str, values: Sequence[str]) -> str:
 
 def requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> Verdict:
     """One matchExpressions entry against a node's labels."""
-    key, op, values = expr.get("key"), expr.get("operator"), _values(expr)
+    key, op, values = expr.get("key"), expr.get("operator"), expr_values(expr)
     if not isinstance(key, str) or not isinstance(op, str) or values is None:
         return Verdict(False, f"unusable requirement {dict(expr)!r}")
     shown = _show(key, op, values)
@@ -86,7 +88,7 @@ def requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> Verdict:
 
 def field(expr: Mapping[str, Any], node_name: str) -> Verdict:
     """One matchFields entry: only metadata.name with In/NotIn and exactly one value."""
-    key, op, values = expr.get("key"), expr.get("operator"), _values(expr)
+    key, op, values = expr.get("key"), expr.get("operator"), expr_values(expr)
     if key != NODE_NAME_FIELD or op not in ("In", "NotIn") or values is None or len(values) != 1:
         return Verdict(False, f"unusable field requirement {dict(expr)!r}")
     inside = node_name == values[0]
