@@ -15,21 +15,20 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
-from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
-from webhook.groups.capacity import CapacityView, pod_gpus
+from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
-from webhook.groups.indexes import PLAIN, Ident, ident_of, natural, resolve
-from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE, LEVELS, Level
+from webhook.groups.indexes import resolve
+from webhook.groups.names import LEVELS, Level
 from webhook.groups.preempt.index import Running
 from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.ranks import free_ranks
+from webhook.groups.records import PodRecord, disagreements, member_key, pod_record, pod_ref
 from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements, seat_words
-from webhook.groups.selector import Selector, selector_of
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
@@ -52,73 +51,6 @@ class PlacerMetrics(Protocol):
     def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PodRecord:
-    uid: str
-    namespace: str
-    name: str
-    node: str
-    gpus: int
-    holds: bool  # counts against its node's GPUs (bound, not terminal)
-    member: bool  # counts as a group member (not terminal, not being deleted)
-    group: GroupSpec | None  # None: not grouped, or Kueue's
-    gated: bool  # still carries our gate
-    placement: str  # the recorded "<level>=<domain>", "none", or ""
-    selector: Selector | None
-    body: Mapping[str, Any]  # what place_ops reads: annotations, affinity, gates
-    seen: float  # when the placer first saw it gated
-    ident: Ident = PLAIN  # its own index, if its controller gives it one
-    rank: int | None = None  # the recorded gpufabric.io/rank
-    priority: int = 0  # spec.priority (admission sets it from priorityClassName)
-    never: bool = False  # spec.preemptionPolicy: Never
-    created: str = ""  # metadata.creationTimestamp (RFC 3339: sorts as text)
-    grace: float = 30.0  # spec.terminationGracePeriodSeconds
-
-
-def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    phase = (obj.get("status") or {}).get("phase")
-    terminal = phase in ("Succeeded", "Failed")
-    annotations = meta.get("annotations") or {}
-    group, _ = parse_group(annotations)
-    if group is not None and kueue_managed(obj):
-        group = None
-    gated = any((g or {}).get("name") == GATE for g in spec.get("schedulingGates") or [])
-    node = str(spec.get("nodeName") or "")
-    grouped = group is not None
-    rank = str(annotations.get(ANN_RANK) or "") if grouped else ""
-    return PodRecord(
-        uid=str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"),
-        namespace=str(meta.get("namespace") or "default"),
-        name=str(meta.get("name") or ""),
-        node=node,
-        gpus=pod_gpus(spec),
-        holds=bool(node) and not terminal,
-        member=not terminal and not meta.get("deletionTimestamp"),
-        group=group,
-        gated=gated and grouped,
-        placement=str(annotations.get(ANN_PLACEMENT) or ""),
-        selector=selector_of(spec) if grouped else None,
-        body={
-            "metadata": {"annotations": dict(annotations)},
-            "spec": {k: spec[k] for k in ("affinity", "schedulingGates") if k in spec},
-        }
-        if grouped
-        else {},
-        seen=now,
-        ident=ident_of(meta.get("labels") or {}, annotations) if grouped else PLAIN,
-        rank=natural(rank),
-        priority=_int(spec.get("priority")),
-        never=spec.get("preemptionPolicy") == "Never",
-        created=str(meta.get("creationTimestamp") or ""),
-        grace=float(_int(spec.get("terminationGracePeriodSeconds"), 30)),
-    )
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 class Placer:
@@ -282,9 +214,9 @@ class Placer:
             return
         indexed = resolve(
             spec.size,
-            [(_key(r), r.ident) for r in recs],
-            {_key(r): r.gpus for r in recs},
-            {_key(r): r.rank for r in recs if r.rank is not None},
+            [(member_key(r), r.ident) for r in recs],
+            {member_key(r): r.gpus for r in recs},
+            {member_key(r): r.rank for r in recs if r.rank is not None},
         )
         problems = problems or list(indexed.problems)
         if len(recs) > spec.size and not problems:
@@ -297,7 +229,7 @@ class Placer:
         request = Request(
             name=spec.name,
             members=tuple(
-                Member(_key(r), r.gpus, r.selector) for r in gated if r.selector is not None
+                Member(member_key(r), r.gpus, r.selector) for r in gated if r.selector is not None
             ),
             locality=spec.locality,
             level=spec.level,
@@ -315,7 +247,7 @@ class Placer:
                     not gated[0].never,
                     request.members,
                     levels(self.view, request, decided.level),
-                    tuple(_ref(r) for r in gated),
+                    tuple(pod_ref(r) for r in gated),
                 )
                 more = self.preempt.waiting(self.view, g)
         finally:
@@ -360,7 +292,7 @@ class Placer:
                 return decision
             return seat_new(self.view, decision, req.members, fixed, unranked)
         placed = [r for r in recs if not r.gated]
-        kept = [r.rank for r in placed if r.rank is not None and _key(r) not in fixed]
+        kept = [r.rank for r in placed if r.rank is not None and member_key(r) not in fixed]
         ranks = {m.key: fixed[m.key] for m in req.members if m.key in fixed}
         free = iter(free_ranks(size - len(unranked), [*fixed.values(), *kept]))
         for m in sorted(req.members, key=lambda m: m.key):
@@ -368,7 +300,7 @@ class Placer:
                 ranks[m.key] = next(free, size)  # more members than ranks is refused above
         lows = {}
         for r in placed:
-            rank = fixed.get(_key(r), r.rank)
+            rank = fixed.get(member_key(r), r.rank)
             low = held_lowest(r.body, r.node, self.view)
             if rank is not None and low is not None:
                 lows[rank] = low
@@ -377,7 +309,7 @@ class Placer:
     def _apply(
         self, key: GroupKey, gated: list[PodRecord], seats: tuple[Seat, ...], recovery: bool
     ) -> None:
-        by_key = {_key(r): r for r in gated}
+        by_key = {member_key(r): r for r in gated}
         self.waiting.pop(key, None)
         self.preempt.done(key)
         for s in seats:
@@ -392,9 +324,9 @@ class Placer:
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
             text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}"
-            self.api.event(_ref(rec), "GroupPlaced", text, "Normal")
+            self.api.event(pod_ref(rec), "GroupPlaced", text, "Normal")
             if s.moved:
-                self.api.event(_ref(rec), "GroupRankMoved", s.moved, "Warning")
+                self.api.event(pod_ref(rec), "GroupRankMoved", s.moved, "Warning")
 
     def _wait(
         self,
@@ -413,7 +345,7 @@ class Placer:
             return
         self._said[(key, reason)] = (message, now)
         for rec in gated:
-            self.api.event(_ref(rec), reason, message, kind)
+            self.api.event(pod_ref(rec), reason, message, kind)
 
 
 def _outcome(seats: tuple[Seat, ...], within: tuple[Level, str] | None) -> str:
@@ -421,27 +353,3 @@ def _outcome(seats: tuple[Seat, ...], within: tuple[Level, str] | None) -> str:
     if within is not None:
         return "recovered" if domains == {within[1]} else "moved"
     return "spread" if len(domains) > 1 else "placed"
-
-
-def _key(rec: PodRecord) -> str:
-    return f"{rec.namespace}/{rec.name}"
-
-
-def disagreements(recs: list[PodRecord]) -> list[str]:
-    """Members that do not ask for the same group: size, level or locality, naming the pods."""
-    says: dict[tuple[int, str, str], list[str]] = {}
-    for r in recs:
-        if r.group is not None:
-            g = r.group
-            says.setdefault((g.size, g.level, g.locality), []).append(r.name)
-    if len(says) < 2:
-        return []
-    parts = [
-        f"{', '.join(names)}: size {size}, level {level}, locality {locality}"
-        for (size, level, locality), names in sorted(says.items())
-    ]
-    return ["members disagree on the group: " + "; ".join(parts)]
-
-
-def _ref(rec: PodRecord) -> dict[str, Any]:
-    return {"metadata": {"name": rec.name, "namespace": rec.namespace, "uid": rec.uid}}

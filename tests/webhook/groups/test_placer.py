@@ -247,7 +247,7 @@ def test_slim_copies_decide_like_the_full_objects() -> None:
     # pod-job-generatename.json, kube-controller-manager v1.36.2), named and grouped.
     import json
 
-    from webhook.groups.placer import pod_record
+    from webhook.groups.records import pod_record
     from webhook.groups.slim import slim_node, slim_pod
 
     pod = json.loads((reference.WIRE / "admission" / "pod-job-generatename.json").read_text())[

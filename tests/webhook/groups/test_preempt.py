@@ -212,7 +212,7 @@ def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
 
 
 def test_slim_copies_keep_what_priority_and_preemption_read() -> None:
-    from webhook.groups.placer import pod_record
+    from webhook.groups.records import pod_record
     from webhook.groups.slim import slim_pod
 
     pod = prio(

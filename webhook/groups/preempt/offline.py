@@ -9,9 +9,9 @@ from typing import Any
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import Member
 from webhook.groups.names import Level
-from webhook.groups.placer import pod_record
 from webhook.groups.preempt.index import Running, RunningIndex
 from webhook.groups.preempt.victims import choose, describe
+from webhook.groups.records import pod_record
 
 
 def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningIndex:

@@ -1,0 +1,104 @@
+"""A pod as the placer keeps it: the few fields it decides on, read once as the pod arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
+from webhook.groups.capacity import pod_gpus
+from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
+from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
+from webhook.groups.selector import Selector, selector_of
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    gpus: int
+    holds: bool  # counts against its node's GPUs (bound, not terminal)
+    member: bool  # counts as a group member (not terminal, not being deleted)
+    group: GroupSpec | None  # None: not grouped, or Kueue's
+    gated: bool  # still carries our gate
+    placement: str  # the recorded "<level>=<domain>", "none", or ""
+    selector: Selector | None
+    body: Mapping[str, Any]  # what place_ops reads: annotations, affinity, gates
+    seen: float  # when the placer first saw it gated
+    ident: Ident = PLAIN  # its own index, if its controller gives it one
+    rank: int | None = None  # the recorded gpufabric.io/rank
+    priority: int = 0  # spec.priority (admission sets it from priorityClassName)
+    never: bool = False  # spec.preemptionPolicy: Never
+    created: str = ""  # metadata.creationTimestamp (RFC 3339: sorts as text)
+    grace: float = 30.0  # spec.terminationGracePeriodSeconds
+
+
+def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    terminal = phase in ("Succeeded", "Failed")
+    annotations = meta.get("annotations") or {}
+    group, _ = parse_group(annotations)
+    if group is not None and kueue_managed(obj):
+        group = None
+    gated = any((g or {}).get("name") == GATE for g in spec.get("schedulingGates") or [])
+    node = str(spec.get("nodeName") or "")
+    grouped = group is not None
+    rank = str(annotations.get(ANN_RANK) or "") if grouped else ""
+    return PodRecord(
+        uid=str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"),
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        node=node,
+        gpus=pod_gpus(spec),
+        holds=bool(node) and not terminal,
+        member=not terminal and not meta.get("deletionTimestamp"),
+        group=group,
+        gated=gated and grouped,
+        placement=str(annotations.get(ANN_PLACEMENT) or ""),
+        selector=selector_of(spec) if grouped else None,
+        body={
+            "metadata": {"annotations": dict(annotations)},
+            "spec": {k: spec[k] for k in ("affinity", "schedulingGates") if k in spec},
+        }
+        if grouped
+        else {},
+        seen=now,
+        ident=ident_of(meta.get("labels") or {}, annotations) if grouped else PLAIN,
+        rank=natural(rank),
+        priority=_int(spec.get("priority")),
+        never=spec.get("preemptionPolicy") == "Never",
+        created=str(meta.get("creationTimestamp") or ""),
+        grace=float(_int(spec.get("terminationGracePeriodSeconds"), 30)),
+    )
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def member_key(rec: PodRecord) -> str:
+    return f"{rec.namespace}/{rec.name}"
+
+
+def disagreements(recs: list[PodRecord]) -> list[str]:
+    """Members that do not ask for the same group: size, level or locality, naming the pods."""
+    says: dict[tuple[int, str, str], list[str]] = {}
+    for r in recs:
+        if r.group is not None:
+            g = r.group
+            says.setdefault((g.size, g.level, g.locality), []).append(r.name)
+    if len(says) < 2:
+        return []
+    parts = [
+        f"{', '.join(names)}: size {size}, level {level}, locality {locality}"
+        for (size, level, locality), names in sorted(says.items())
+    ]
+    return ["members disagree on the group: " + "; ".join(parts)]
+
+
+def pod_ref(rec: PodRecord) -> dict[str, Any]:
+    return {"metadata": {"name": rec.name, "namespace": rec.namespace, "uid": rec.uid}}
