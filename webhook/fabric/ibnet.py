@@ -89,11 +89,15 @@ class Dump:
         if a_sw and b_sw:
             self.switch_links.setdefault(a, set()).add(b)
             self.switch_links.setdefault(b, set()).add(a)
-        elif a_sw or b_sw:
-            host, sw = (b, a) if a_sw else (a, b)
-            first = self.host_switch.setdefault(host, sw)
-            if first != sw:
-                self.host_more.setdefault(host, set()).add(sw)
+        elif a_sw:
+            self.on_switch(b, a)
+        elif b_sw:
+            self.on_switch(a, b)
+
+    def on_switch(self, host: int, switch: int) -> None:
+        first = self.host_switch.setdefault(host, switch)
+        if first != switch:
+            self.host_more.setdefault(host, set()).add(switch)
 
     def guid(self, number: int) -> int:
         return int(self.ids[number][2:], 16)
@@ -127,7 +131,7 @@ class Dump:
         pairs |= {(h, s) for h in self.host_switch for s in self.switches_of(h)}
         return {(min(ids[a], ids[b]), max(ids[a], ids[b])) for a, b in pairs}
 
-    def _port_guid(self, number: int, guid_hex: str) -> None:
+    def port_guid(self, number: int, guid_hex: str) -> None:
         guid = int(guid_hex, 16)
         if guid != self.guid(number):
             self.port_guids.setdefault(number, set()).add(guid)
@@ -168,15 +172,22 @@ def parse(text: str) -> Dump:
     return dump
 
 
-def lines(text: str) -> Iterator[str]:
-    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time: a list of
-    every line of a 200 MB dump would cost more than the dump itself."""
+def _chunks(text: str) -> Iterator[str]:
+    """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
+    pieces are the lines of `text.splitlines()`, without a list of every line of a 200 MB dump
+    (it would cost more than the dump itself)."""
     start, size = 0, len(text)
     while start < size:
         end = text.find("\n", start + _CHUNK)
         end = size if end < 0 else end + 1
-        yield from text[start:end].splitlines()
+        yield text[start:end]
         start = end
+
+
+def lines(text: str) -> Iterator[str]:
+    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
+    for chunk in _chunks(text):
+        yield from chunk.splitlines()
 
 
 def _node_id(prefix: str, guid_hex: str) -> str:
@@ -186,9 +197,10 @@ def _node_id(prefix: str, guid_hex: str) -> str:
 
 def _parse_topology(text: str) -> Dump:
     dump = Dump("topology")
-    index, add, link, cables = dump.index, dump.add, dump.link, dump.switch_cables
+    index, ids, add, cables = dump.index, dump.ids, dump.add, dump.switch_cables
+    switch_links, host_switch = dump.switch_links, dump.host_switch
     current = -1  # the node whose block this is (-1: none)
-    current_switch = False
+    current_id, current_switch = "", False
     started = False
     # For _check_whole: each cable end, node number << 12 | port, seen from one end only -> the
     # far end it names; the other end's line removes it (ints: no string per port).
@@ -197,73 +209,92 @@ def _parse_topology(text: str) -> Dump:
     portless: dict[int, int] = {}  # switches whose block has shown no port line
     declared = 0  # the current block's port count
     listed: set[int] = set()  # the current block's ports so far
+    port_match = _PORT.match
     no = 0
-    for raw in lines(text):
-        no += 1
-        line = raw.strip()
-        if not line:
-            current = -1
-            continue
-        if line[0] == "[" and current >= 0:  # the common case: a port line
-            p = _PORT.match(line)
-            if p is None:
-                raise SourceError("cannot read this port line (truncated?)", no, raw)
-            port_s, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
-            peer_id = _node_id(peer_prefix, peer_guid)
-            peer = index.get(peer_id)
-            if peer is None:
-                peer = add(peer_id, "")
-            if own_guid:
-                dump._port_guid(current, own_guid)
-            if peer_port_guid:
-                dump._port_guid(peer, peer_port_guid)
-            port = int(port_s)
-            if port in listed or port > declared:
-                raise SourceError(_bad_port(dump.ids[current], port_s, declared, port in listed), no, raw)
-            if not listed and current_switch:
-                portless.pop(current, None)
-            listed.add(port)
-            if current_switch and peer_prefix == "S" and peer != current:
-                cables[current] = cables.get(current, 0) + 1
-            link(current, peer)
-            end, far = current << 12 | port, peer << 12 | int(peer_port)
-            if pending.get(far) == end:
-                del pending[far]
-            elif far != end:
-                pending[end] = far
-            continue
-        if line[0] == "#":
-            started = True
-            m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
-            if m and not dump.generated:
-                dump.generated = m.group(1).strip()
-            continue
-        if line.startswith(_KEYS) or _KEY.match(line) or _GROUPING.match(line):
-            started = True
-            continue
-        m = _NODE.match(line)
-        if m:
-            started = True
-            kind, nports, prefix, guid, desc, _rest = m.groups()
-            if _PREFIX[kind] != prefix:
-                raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
-            current = add(_node_id(prefix, guid), desc or "")
-            if current in blocks:
-                first = blocks[current]
-                nid = dump.ids[current]
-                raise SourceError(f"second block for {nid} (first at line {first})", no, raw)
-            blocks[current] = no
-            declared, listed = int(nports), set()
-            current_switch = prefix == "S"
-            if current_switch:
-                portless[current] = no
-            continue
-        if not started:
-            dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
-            continue
-        if _PORT.match(line):
-            raise SourceError("port line outside a Switch/Ca block", no, raw)
-        raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
+    for chunk in _chunks(text):
+        for raw in chunk.splitlines():
+            no += 1
+            line = raw.strip()
+            if not line:
+                current = -1
+                continue
+            if line[0] == "[" and current >= 0:  # the common case: a port line
+                p = port_match(line)
+                if p is None:
+                    raise SourceError("cannot read this port line (truncated?)", no, raw)
+                port_s, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
+                if len(peer_guid) == 16:
+                    peer_id = peer_prefix + "-" + peer_guid.lower()
+                else:
+                    peer_id = node_id(peer_prefix, peer_guid)
+                peer = index.get(peer_id)
+                if peer is None:
+                    peer = add(peer_id, "")
+                if own_guid and own_guid != current_id[2:]:
+                    dump.port_guid(current, own_guid)
+                if peer_port_guid and peer_port_guid != peer_id[2:]:
+                    dump.port_guid(peer, peer_port_guid)
+                port = int(port_s)
+                if port in listed or port > declared:
+                    twice = port in listed
+                    raise SourceError(_bad_port(current_id, port_s, declared, twice), no, raw)
+                if not listed and current_switch:
+                    portless.pop(current, None)
+                listed.add(port)
+                if peer != current:
+                    if peer_prefix != "S":
+                        if current_switch:
+                            dump.on_switch(peer, current)
+                    elif current_switch:
+                        cables[current] = cables.get(current, 0) + 1
+                        switch_links[current].add(peer)
+                        if peer in switch_links:
+                            switch_links[peer].add(current)
+                        else:
+                            switch_links[peer] = {current}
+                    elif host_switch.setdefault(current, peer) != peer:
+                        dump.on_switch(current, peer)
+                end, far = current << 12 | port, peer << 12 | int(peer_port)
+                if pending.get(far) == end:
+                    del pending[far]
+                elif far != end:
+                    pending[end] = far
+                continue
+            if line[0] == "#":
+                started = True
+                m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
+                if m and not dump.generated:
+                    dump.generated = m.group(1).strip()
+                continue
+            if line.startswith(_KEYS) or _KEY.match(line) or _GROUPING.match(line):
+                started = True
+                continue
+            m = _NODE.match(line)
+            if m:
+                started = True
+                kind, nports, prefix, guid, desc, _rest = m.groups()
+                if _PREFIX[kind] != prefix:
+                    raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
+                current_id = _node_id(prefix, guid)
+                current = add(current_id, desc or "")
+                current_id = ids[current]
+                if current in blocks:
+                    first = blocks[current]
+                    msg = f"second block for {current_id} (first at line {first})"
+                    raise SourceError(msg, no, raw)
+                blocks[current] = no
+                declared, listed = int(nports), set()
+                current_switch = prefix == "S"
+                if current_switch:
+                    portless[current] = no
+                    switch_links.setdefault(current, set())
+                continue
+            if not started:
+                dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
+                continue
+            if _PORT.match(line):
+                raise SourceError("port line outside a Switch/Ca block", no, raw)
+            raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
     _check_whole(text, dump, pending, blocks, portless, no)
     return dump
 
