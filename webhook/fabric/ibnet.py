@@ -243,7 +243,7 @@ def _parse_topology(text: str) -> Dump:
                 listed.add(port)
                 if peer != current:
                     if peer_prefix != "S":
-                        if current_switch:
+                        if current_switch and host_switch.setdefault(peer, current) != current:
                             dump.on_switch(peer, current)
                     elif current_switch:
                         cables[current] = cables.get(current, 0) + 1
