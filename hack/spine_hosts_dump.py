@@ -48,8 +48,12 @@ def make() -> str:
     cas = []
     n = 0
     for spine in SPINES:
-        start = next(i for i, ln in enumerate(lines) if f'"{spine}"' in ln and ln.startswith("Switch"))
-        end = next(i for i in range(start + 1, len(lines) + 1) if i == len(lines) or not lines[i].strip())
+        start = next(
+            i for i, ln in enumerate(lines) if f'"{spine}"' in ln and ln.startswith("Switch")
+        )
+        end = next(
+            i for i in range(start + 1, len(lines) + 1) if i == len(lines) or not lines[i].strip()
+        )
         used = {int(re.match(r"\[(\d+)\]", ln).group(1)) for ln in lines[start + 1 : end]}  # type: ignore[union-attr]
         free = [p for p in range(1, 37) if p not in used][:HOSTS_PER_SPINE]
         desc = re.search(r'# "([^"]*)"', lines[start]).group(1)  # type: ignore[union-attr]
@@ -58,7 +62,9 @@ def make() -> str:
             n += 1
             guid = f"0000aa00000000{n:02x}"
             host = f"mgmt{n:02d}"
-            added.append(f'[{port}]\t"H-{guid}"[1]({guid[4:]}) \t\t# "{host} mlx5_0" lid {900 + n} 4xQDR')
+            added.append(
+                f'[{port}]\t"H-{guid}"[1]({guid[4:]}) \t\t# "{host} mlx5_0" lid {900 + n} 4xQDR'
+            )
             cas += [
                 "vendid=0x2c9",
                 "devid=0x1003",

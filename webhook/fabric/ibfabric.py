@@ -28,7 +28,9 @@ def _names(dump: Dump) -> dict[int, str]:
     return {k: (dump.ids[k] if v in dup else v) for k, v in names.items()}
 
 
-def _join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> tuple[dict[int, str], list[str]]:
+def _join_by_guid(
+    dump: Dump, nodes: Mapping[str, frozenset[int]]
+) -> tuple[dict[int, str], list[str]]:
     owner: dict[int, str] = {}
     problems = []
     for name, guids in nodes.items():
@@ -38,11 +40,11 @@ def _join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> tuple[dict
     ca_node: dict[int, str] = {}
     extra = dump.port_guids
     for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
-        name = owner.get(dump.guid(ca))
-        if name is None and ca in extra:
-            name = next((owner[g] for g in extra[ca] if g in owner), None)
-        if name is not None:
-            ca_node[ca] = name
+        found = owner.get(dump.guid(ca))
+        if found is None and ca in extra:
+            found = next((owner[g] for g in extra[ca] if g in owner), None)
+        if found is not None:
+            ca_node[ca] = found
     return ca_node, problems
 
 
@@ -111,14 +113,16 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             "no GpuNodeStatus given: nodes are named from the HCAs' NodeDescription (preview only;"
             " the labeler joins by HCA GUID)"
         )
-        spines = _hosts_on_spines(dump, ca_node)
-        if spines:
+        on_spines = _hosts_on_spines(dump, ca_node)
+        if on_spines:
             ca_node = {
-                ca: n for ca, n in ca_node.items() if set(dump.switches_of(ca)).isdisjoint(spines)
+                ca: n
+                for ca, n in ca_node.items()
+                if on_spines.keys().isdisjoint(dump.switches_of(ca))
             }
-            listed = ", ".join(natural_sorted(names[sw] for sw in spines))
+            listed = ", ".join(natural_sorted(names[s] for s in on_spines))
             problems.append(
-                f"ignored {sum(spines.values())} host(s) on {len(spines)} spine switch(es) "
+                f"ignored {sum(on_spines.values())} host(s) on {len(on_spines)} spine switch(es) "
                 f"({listed}): management or UFM hosts (preview only; the labeler places nodes "
                 "by their statuses' HCA GUIDs)"
             )
@@ -130,8 +134,8 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
         counts = node_leaves.get(node)
         if counts is None:
             counts = node_leaves[node] = {}
-        for sw in dump.switches_of(ca):
-            name = names[sw]
+        for number in dump.switches_of(ca):
+            name = names[number]
             counts[name] = counts.get(name, 0) + 1
     groups = _rail_groups(node_leaves)
     leaf_of_switch = {}
@@ -142,17 +146,16 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     members: dict[str, list[str]] = defaultdict(list)
     unplaced: list[Unplaced] = []
     spread: list[tuple[str, str]] = []
-    for node, leaves in node_leaves.items():
+    for node, reach in node_leaves.items():
         per_domain: Counter[str] = Counter()
-        for sw, count in leaves.items():
+        for sw, count in reach.items():
             per_domain[leaf_of_switch[sw]] += count
         best = min(per_domain, key=lambda d: (-per_domain[d], natural_key(d)))
         members[best].append(node)
         if len(per_domain) > 1:
             where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
-            spread.append(
-                (node, f"node {node}: HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}")
-            )
+            msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
+            spread.append((node, f"node {node}: {msg}"))
     problems += [msg for _, msg in sorted(spread, key=lambda p: (natural_key(p[0]), p[0]))]
     for node in natural_sorted(set(nodes or ()) - set(node_leaves)):
         why = (

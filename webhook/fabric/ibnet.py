@@ -325,7 +325,9 @@ def _check_whole(
         if far >> 12 not in blocks:
             problem = f"{peer} has no block in the dump"
         else:
-            problem = f"{peer}'s block (line {blocks[far >> 12]}) does not list port [{peer_port}] back"
+            problem = (
+                f"{peer}'s block (line {blocks[far >> 12]}) does not list port [{peer_port}] back"
+            )
         raise SourceError(
             f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "
             f"cut short ({ends}) or was edited",

@@ -125,7 +125,9 @@ def listing(
 def _groups(slots: Sequence[Leaf], size: int) -> int:
     """Aligned groups of `size` leaf slots that hold a node (pairs: 2, quads: 4)."""
     return sum(
-        1 for start in range(0, len(slots), size) if any(x.nodes for x in slots[start : start + size])
+        1
+        for start in range(0, len(slots), size)
+        if any(x.nodes for x in slots[start : start + size])
     )
 
 

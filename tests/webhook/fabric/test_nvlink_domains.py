@@ -61,7 +61,10 @@ def test_each_nvl72_rack_is_one_nvlink_domain_inside_its_leaf_domain() -> None:
         assert {rack_of(n) for n in d.nodes} == {rack_of(leaf.nodes[0])}
     body = render.status(positions.fabric, positions, view)
     assert body["summary"]["nvlinkDomains"] == 8
-    assert (body["summary"]["nvlinkSpanning"], sum(s["nvlinkDomains"] for s in body["spines"])) == (0, 8)
+    assert (body["summary"]["nvlinkSpanning"], sum(s["nvlinkDomains"] for s in body["spines"])) == (
+        0,
+        8,
+    )
     assert "nvlinkDomains" not in body  # only the ones that span leaf domains are listed
     first = render.listing(positions.fabric, positions, view)["spines"][0]["leaves"][0]
     assert first["nvlinkDomains"] == [view.domains[0].value]
