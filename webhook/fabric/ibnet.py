@@ -200,7 +200,7 @@ def _parse_topology(text: str) -> Dump:
     index, ids, add, cables = dump.index, dump.ids, dump.add, dump.switch_cables
     switch_links, host_switch = dump.switch_links, dump.host_switch
     current = -1  # the node whose block this is (-1: none)
-    current_id, current_switch = "", False
+    current_id, current_hex, current_switch = "", "", False
     started = False
     # For _check_whole: each cable end, node number << 12 | port, seen from one end only -> the
     # far end it names; the other end's line removes it (ints: no string per port).
@@ -230,9 +230,10 @@ def _parse_topology(text: str) -> Dump:
                 peer = index.get(peer_id)
                 if peer is None:
                     peer = add(peer_id, "")
-                if own_guid and own_guid != current_id[2:]:
+                # Port GUIDs are mostly the node GUID as printed: compare the text first.
+                if own_guid and own_guid != current_hex:
                     dump.port_guid(current, own_guid)
-                if peer_port_guid and peer_port_guid != peer_id[2:]:
+                if peer_port_guid and peer_port_guid != peer_guid:
                     dump.port_guid(peer, peer_port_guid)
                 port = int(port_s)
                 if port in listed or port > declared:
@@ -278,6 +279,7 @@ def _parse_topology(text: str) -> Dump:
                 current_id = _node_id(prefix, guid)
                 current = add(current_id, desc or "")
                 current_id = ids[current]
+                current_hex = guid
                 if current in blocks:
                     first = blocks[current]
                     msg = f"second block for {current_id} (first at line {first})"
