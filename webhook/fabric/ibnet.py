@@ -16,9 +16,9 @@ from webhook.fabric.model import SourceError
 _NODE = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
 )
-_PORT = re.compile(
-    r"^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
-    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?'
+_PORT = re.compile(  # port numbers of up to 9 digits: a cable end is node << 32 | port
+    r"^\[(\d{1,9})\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
+    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d{1,9})\](?:\[ext \d+\])?'
     r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#.*)?$"
 )
 _KEY = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=", re.IGNORECASE)
@@ -202,7 +202,7 @@ def _parse_topology(text: str) -> Dump:
     current = -1  # the node whose block this is (-1: none)
     current_id, current_hex, current_switch = "", "", False
     started = False
-    # For _check_whole: each cable end, node number << 12 | port, seen from one end only -> the
+    # For _check_whole: each cable end, node number << 32 | port, seen from one end only -> the
     # far end it names; the other end's line removes it (ints: no string per port).
     pending: dict[int, int] = {}
     blocks: dict[int, int] = {}  # node number -> its Switch/Ca line
@@ -255,7 +255,7 @@ def _parse_topology(text: str) -> Dump:
                             switch_links[peer] = {current}
                     elif host_switch.setdefault(current, peer) != peer:
                         dump.on_switch(current, peer)
-                end, far = current << 12 | port, peer << 12 | int(peer_port)
+                end, far = current << 32 | port, peer << 32 | int(peer_port)
                 if pending.get(far) == end:
                     del pending[far]
                 elif far != end:
@@ -322,13 +322,13 @@ def _check_whole(
     would shift, so it is refused, naming the line."""
     ends = f"it ends at line {last}"
     for end, far in pending.items():
-        node, port = dump.ids[end >> 12], str(end & 0xFFF)
-        peer, peer_port = dump.ids[far >> 12], str(far & 0xFFF)
-        if far >> 12 not in blocks:
+        node, port = dump.ids[end >> 32], str(end & 0xFFFFFFFF)
+        peer, peer_port = dump.ids[far >> 32], str(far & 0xFFFFFFFF)
+        if far >> 32 not in blocks:
             problem = f"{peer} has no block in the dump"
         else:
             problem = (
-                f"{peer}'s block (line {blocks[far >> 12]}) does not list port [{peer_port}] back"
+                f"{peer}'s block (line {blocks[far >> 32]}) does not list port [{peer_port}] back"
             )
         raise SourceError(
             f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "

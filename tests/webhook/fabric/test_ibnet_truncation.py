@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import hca, ref, status
 from webhook.fabric import ibnet, join
 from webhook.fabric.controller import CONDITION, FabricController
@@ -109,3 +110,13 @@ def test_controller_keeps_the_last_good_labels_when_the_dump_is_cut() -> None:
     assert re.search(r"key ibnetdiscover: line \d+: .* cut short", cond["message"])
     c.configmap({"ibnetdiscover": PSMN})  # the whole dump again: valid, same labels
     assert c.refresh()[0] is False and c.body()["status"]["conditions"][0]["status"] == "True"
+
+
+def test_switches_with_thousands_of_ports_are_read_whole() -> None:
+    # The synthetic 65,536-node tree's core switches have 8,192 ports: cable ends must not collide
+    # (they once did past 4,095 ports, reading that whole dump as cut short).
+    tree = FatTree(64, 1, rails=1, spines=65, tiers=3, pod_size=1)  # cores: 64 x 65 = 4,160 ports
+    text, statuses = tree.render()
+    fabric = derive(text, "ibnetdiscover", join.from_statuses(statuses.items()))
+    assert len(Positions(fabric).placed) == 64
+    assert fabric.tiers == (64, 64 * 65, 65)
