@@ -205,7 +205,9 @@ def _parse_topology(text: str) -> Dump:
     # For _check_whole: each cable end, node number << 32 | port, seen from one end only -> the
     # far end it names; the other end's line removes it (ints: no string per port).
     pending: dict[int, int] = {}
-    blocks: dict[int, int] = {}  # node number -> its Switch/Ca line
+    # Node number -> 1 once its Switch/Ca line was read (a byte each: the line is looked up again
+    # only for a message).
+    blocks = bytearray()
     portless: dict[int, int] = {}  # switches whose block has shown no port line
     declared = 0  # the current block's port count
     listed: set[int] = set()  # the current block's ports so far
@@ -280,11 +282,12 @@ def _parse_topology(text: str) -> Dump:
                 current = add(current_id, desc or "")
                 current_id = ids[current]
                 current_hex = guid
-                if current in blocks:
-                    first = blocks[current]
+                if current < len(blocks) and blocks[current]:
+                    first = _block_line(text, current_id)
                     msg = f"second block for {current_id} (first at line {first})"
                     raise SourceError(msg, no, raw)
-                blocks[current] = no
+                blocks.extend(bytes(len(ids) - len(blocks)))
+                blocks[current] = 1
                 declared, listed = int(nports), set()
                 current_switch = prefix == "S"
                 if current_switch:
@@ -311,7 +314,7 @@ def _check_whole(
     text: str,
     dump: Dump,
     pending: dict[int, int],
-    blocks: dict[int, int],
+    blocks: bytearray,
     portless: dict[int, int],
     last: int,
 ) -> None:
@@ -324,11 +327,12 @@ def _check_whole(
     for end, far in pending.items():
         node, port = dump.ids[end >> 32], str(end & 0xFFFFFFFF)
         peer, peer_port = dump.ids[far >> 32], str(far & 0xFFFFFFFF)
-        if far >> 32 not in blocks:
+        if far >> 32 >= len(blocks) or not blocks[far >> 32]:
             problem = f"{peer} has no block in the dump"
         else:
             problem = (
-                f"{peer}'s block (line {blocks[far >> 32]}) does not list port [{peer_port}] back"
+                f"{peer}'s block (line {_block_line(text, peer)}) does not list port "
+                f"[{peer_port}] back"
             )
         raise SourceError(
             f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "
@@ -342,6 +346,15 @@ def _check_whole(
             "was edited",
             no,
         )
+
+
+def _block_line(text: str, node: str) -> int | None:
+    """The line of `node`'s first Switch/Ca line (only when reporting a problem)."""
+    for no, raw in enumerate(lines(text), 1):
+        m = _NODE.match(raw.strip())
+        if m and node_id(_PREFIX[m.group(1)], m.group(4)) == node:
+            return no
+    return None
 
 
 def _line_of(text: str, node: str, port: str) -> int | None:

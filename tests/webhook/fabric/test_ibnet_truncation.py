@@ -120,3 +120,19 @@ def test_switches_with_thousands_of_ports_are_read_whole() -> None:
     fabric = derive(text, "ibnetdiscover", join.from_statuses(statuses.items()))
     assert len(Positions(fabric).placed) == 64
     assert fabric.tiers == (64, 64 * 65, 65)
+
+
+def test_a_second_block_and_a_cable_not_listed_back_name_both_lines() -> None:
+    lines = PSMN.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Ca")) + 1
+    again = "\n".join([*lines, "", lines[first - 1], lines[first]]) + "\n"
+    with pytest.raises(
+        SourceError, match=rf"second block for H-[0-9a-f]+ \(first at line {first}\)"
+    ):
+        ibnet.parse(again)
+    # The CA's port line names another port of its switch: the switch's own line for the cable
+    # finds the CA's block (named by its line) not listing it back.
+    port = lines[first]
+    moved = re.sub(r'"\[(\d+)\]', lambda m: f'"[{int(m.group(1)) + 30}]', port, count=1)
+    with pytest.raises(SourceError, match=rf"'s block \(line {first}\) does not list port \[1\]"):
+        ibnet.parse(PSMN.replace(port, moved))
