@@ -115,10 +115,11 @@ def test_controller_keeps_the_last_good_labels_when_the_dump_is_cut() -> None:
 def test_switches_with_thousands_of_ports_are_read_whole() -> None:
     # The synthetic 65,536-node tree's core switches have 8,192 ports: cable ends must not collide
     # (they once did past 4,095 ports, reading that whole dump as cut short).
-    tree = FatTree(1, 4100, rails=1, spines=1)  # one leaf with 4,100 hosts
+    # One leaf with 4,200 hosts: with a 12-bit port field its port 4,161 was the spine's port 65.
+    tree = FatTree(1, 4200, rails=1, spines=1)
     text, statuses = tree.render()
     fabric = derive(text, "ibnetdiscover", join.from_statuses(statuses.items()))
-    assert len(Positions(fabric).placed) == 4100
+    assert len(Positions(fabric).placed) == 4200
     assert fabric.tiers == (1, 1)
 
 
