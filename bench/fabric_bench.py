@@ -2,6 +2,7 @@
 """Fabric benchmark: derive network positions from a big ibnetdiscover dump; converge the labels.
 
     .venv/bin/python bench/fabric_bench.py [--rounds 3] [--skip-labeler]
+    .venv/bin/python bench/fabric_bench.py --sizes 4096,16384,65536 [--nvl72] [--rounds 3]
 
 1. Derive: a synthetic rail-optimized dump of 4,096 nodes x 8 rails (128 scalable units of 32,
    1,024 rail leaves, 3 tiers) printed in ibnetdiscover's own format, joined to 4,096 statuses by
@@ -13,6 +14,13 @@
 2. Labeler: 5,000 nodes with GpuNodeStatus and network positions from the same kind of dump;
    a fake Node API (server-side apply semantics, counting requests). Start: every node converges
    with <= 1 write; steady state (everything listed again, the ConfigMap re-read): 0 writes.
+3. `--sizes N,N,...` (issue 22): the curve instead. Per size, a rail-optimized 3-tier dump of N
+   8-GPU nodes x 8 rails (32 per scalable unit); with `--nvl72`, N GB200 trays x 4 rails instead
+   (144 trays = 8 NVL72 racks per scalable unit, each rack one NVLink domain). Each round runs the
+   bare line split of the same dump (as in 1.), `text.splitlines()` alone, and the derive (parse,
+   join to the statuses' GUIDs, positions), interleaved; CPU is the median. Memory:
+   tracemalloc peak of one derive (the dump text itself excluded). Then the GpuFabric status of
+   that fabric: its JSON size (limit 256 KiB) and CPU to render it, and the longest label value.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import json
 import logging
 import statistics
 import sys
@@ -32,9 +41,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import nvlink  # noqa: E402
 from tests.fakes.fabric_dump import FatTree  # noqa: E402
-from webhook.fabric import join  # noqa: E402
+from webhook.fabric import join, render  # noqa: E402
 from webhook.fabric.levels import Positions  # noqa: E402
+from webhook.fabric.nvdomains import nvlink_view  # noqa: E402
 from webhook.fabric.source import derive  # noqa: E402
 
 
@@ -77,6 +88,75 @@ def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
         f"ratio {wall / bwall:.1f}x; peak memory {peak:.0f} MiB (+ the dump text "
         f"{len(text) / 2**20:.0f} MiB)"
     )
+
+
+def _curve_tree(size: int, nvl72: bool) -> FatTree:
+    if nvl72:  # 144 trays (8 racks of 18) per scalable unit, 4 rails
+        return FatTree(-(-size // 144), 144, rails=4, spines=16, tiers=3, pod_size=4)
+    return FatTree(-(-size // 32), 32, rails=8, spines=16, tiers=3, pod_size=4)
+
+
+def _rack_domains(names: list[str]) -> dict[str, nvlink.Domain]:
+    """Node `su<k>-n<i>` of an NVL72 tree -> its rack's NVLink domain (18 trays a rack)."""
+    out = {}
+    for name in names:
+        su, n = name.split("-n")
+        out[name] = nvlink.Domain(f"{su}-rack{(int(n) - 1) // 18}.1")
+    return out
+
+
+def bench_curve(size: int, nvl72: bool, rounds: int) -> str:
+    """One row of the curve (see the module doc)."""
+    tree = _curve_tree(size, nvl72)
+    text, statuses = tree.render()
+    nodes = join.from_statuses(statuses.items())
+    del statuses
+    names = list(nodes)[:size]
+    nodes = {n: nodes[n] for n in names}
+
+    def run() -> Positions:
+        return Positions(derive(text, "ibnetdiscover", nodes))
+
+    def words() -> int:  # issue 8's "bare line split": what any parser of the lines must do
+        return sum(len(line.split()) for line in text.splitlines())
+
+    def lines() -> int:  # the lines alone
+        return sum(1 for _line in text.splitlines())
+
+    ours: list[float] = []
+    base: list[float] = []
+    bare: list[float] = []
+    for r in range(rounds):
+        steps = [(words, base), (lines, bare), (run, ours)]
+        for fn, into in steps if r % 2 == 0 else steps[::-1]:
+            into.append(_timed(fn)[1])
+    pos = run()
+    gc.collect()
+    tracemalloc.start()
+    run()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    view = nvlink_view(_rack_domains(names) if nvl72 else {}, pos)
+    started = time.process_time()
+    body = render.status(pos.fabric, pos, view)
+    render_cpu = time.process_time() - started
+    size_kib = len(json.dumps(body, separators=(",", ":"))) / 1024
+    longest = max(len(v) for labels in pos.placed.values() for v in labels.values())
+    cpu, bcpu = statistics.median(ours), statistics.median(base)
+    lcpu = statistics.median(bare)
+    kind = "NVL72 trays x 4 rails" if nvl72 else "8-GPU nodes x 8 rails"
+    return (
+        f"| {len(pos.placed):,} {kind} | {len(text) / 2**20:.0f} MiB | {cpu:.2f} s "
+        f"| {cpu / bcpu:.1f}x ({bcpu:.2f} s) | {cpu / lcpu:.1f}x ({lcpu:.2f} s) | {peak:.0f} MiB "
+        f"| {size_kib:.1f} KiB ({render_cpu * 1000:.0f} ms) | {longest} |"
+    )
+
+
+CURVE_HEADER = (
+    "| size | dump | derive CPU | vs bare line split (`line.split()`) | vs `splitlines()` alone "
+    "| derive peak memory | GpuFabric status (render CPU) | longest label value |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
 
 
 def _realistic(golden: dict[str, Any], synthetic: dict[str, Any]) -> dict[str, Any]:
@@ -136,8 +216,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-labeler", action="store_true")
+    parser.add_argument("--sizes", default="", help="the curve at these node counts: 4096,16384")
+    parser.add_argument("--nvl72", action="store_true", help="the curve on GB200 NVL72 trays")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
+    if args.sizes:
+        print(CURVE_HEADER)
+        for size in (int(x) for x in args.sizes.split(",")):
+            print(bench_curve(size, args.nvl72, args.rounds), flush=True)
+        return 0
     bench_derive(
         "rail-optimized", FatTree(128, 32, rails=8, spines=16, tiers=3, pod_size=4), args.rounds
     )

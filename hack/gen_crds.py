@@ -200,18 +200,6 @@ def fabric_crd() -> dict[str, Any]:
     """GpuFabric: the derived cluster network (one object, `cluster`); written by the labeler."""
     strings = {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}
     count = {"type": "integer", "minimum": 0}
-    leaf = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "pair": {"type": "string"},
-            "quad": {"type": "string"},
-            "switches": strings,
-            "nodes": strings,
-            "nvlinkDomains": strings,
-        },
-        "required": ["name"],
-    }
     nvlink_domain = {
         "type": "object",
         "properties": {
@@ -225,7 +213,7 @@ def fabric_crd() -> dict[str, Any]:
                     "required": ["name"],
                 },
             },
-            "nodes": strings,
+            "nodes": count,
         },
         "required": ["name"],
     }
@@ -238,27 +226,39 @@ def fabric_crd() -> dict[str, Any]:
             "required": ["node", "reason"],
         },
     }
+    # Counts only: the object stays small at any size (`topology -o yaml` lists the nodes).
     spine = {
         "type": "object",
         "properties": {
             "name": {"type": "string"},
-            "switches": strings,
-            "leaves": {"type": "array", "items": leaf, "x-kubernetes-list-type": "atomic"},
+            **dict.fromkeys(
+                ("switches", "leaves", "pairs", "quads", "nodes", "nvlinkDomains"), count
+            ),
         },
         "required": ["name"],
     }
     condition = schema_for(Condition)
     status = {
         "type": "object",
-        "description": "Leaf, leaf-pair, leaf-quad and spine domains with their nodes, as the "
-        "labeler derived them from the topology source, and the NVLink domains of the nodes in "
-        "them. Written by the labeler only.",
+        "description": "The fabric the labeler derived from the topology source: totals, "
+        "counts per spine domain, and the first problems, unplaced nodes and NVLink domains "
+        "that span leaf domains (never one entry per node). Written by the labeler only.",
         "properties": {
             "source": {"type": "string"},
             "summary": {
                 "type": "object",
                 "properties": dict.fromkeys(
-                    ("spines", "leaves", "nodes", "unplaced", "problems", "nvlinkDomains"), count
+                    (
+                        "spines",
+                        "leaves",
+                        "nodes",
+                        "unplaced",
+                        "problems",
+                        "nvlinkDomains",
+                        "nvlinkSpanning",
+                        "nvlinkUnknown",
+                    ),
+                    count,
                 ),
             },
             "tiers": {"type": "array", "items": count, "x-kubernetes-list-type": "atomic"},

@@ -184,7 +184,7 @@ def cmd_topology(args: argparse.Namespace) -> int:
         return 0
     nv = nvlink_view(domains, positions)
     if args.output == "yaml":
-        sys.stdout.write(yaml.safe_dump(render.status(fabric, positions, nv), sort_keys=False))
+        sys.stdout.write(yaml.safe_dump(render.listing(fabric, positions, nv), sort_keys=False))
     else:
         sys.stdout.write(render.table(fabric, positions, nv))
     return 0

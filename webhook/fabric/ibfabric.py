@@ -18,60 +18,82 @@ from webhook.fabric.names import natural_key, natural_sorted
 _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 
 
-def _names(dump: Dump) -> dict[str, str]:
-    """Switch id -> readable name; a name two switches share falls back to the GUID id."""
-    descs = Counter(n.desc.strip() for n in dump.nodes.values() if n.is_switch)
+def _names(dump: Dump) -> dict[int, str]:
+    """Switch number -> readable name; a name two switches share falls back to the GUID id."""
+    switches = dump.switches()
+    descs = Counter(dump.descs[i].strip() for i in switches)
     unique = {d for d, c in descs.items() if c == 1}
-    names = {n.id: switch_name(n, unique) for n in dump.nodes.values() if n.is_switch}
+    names = {i: switch_name(dump.ids[i], dump.descs[i], unique) for i in switches}
     dup = {v for v, c in Counter(names.values()).items() if c > 1}
-    return {k: (k if v in dup else v) for k, v in names.items()}
+    return {k: (dump.ids[k] if v in dup else v) for k, v in names.items()}
 
 
 def _join_by_guid(
     dump: Dump, nodes: Mapping[str, frozenset[int]]
-) -> tuple[dict[str, str], list[str]]:
+) -> tuple[dict[int, str], list[str]]:
     owner: dict[int, str] = {}
     problems = []
     for name, guids in nodes.items():
         for g in guids:
             if owner.setdefault(g, name) != name:
                 problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
-    ca_node: dict[str, str] = {}
-    for ca in dump.nodes.values():
-        if ca.is_switch:
-            continue
-        for g in (ca.guid, *ca.port_guids):
-            if g in owner:
-                ca_node[ca.id] = owner[g]
-                break
+    ca_node: dict[int, str] = {}
+    extra = dump.port_guids
+    for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
+        found = owner.get(dump.guid(ca))
+        if found is None and ca in extra:
+            found = next((owner[g] for g in extra[ca] if g in owner), None)
+        if found is not None:
+            ca_node[ca] = found
     return ca_node, problems
 
 
-def _join_by_description(dump: Dump) -> dict[str, str]:
+def _join_by_description(dump: Dump) -> dict[int, str]:
     """Preview only (no statuses given): `host dev` NodeDescriptions name the host."""
     out = {}
-    for ca in dump.nodes.values():
-        words = ca.desc.split()
-        if not ca.is_switch and 1 <= len(words) <= 2 and ca.desc not in _DEFAULT_DESC:
-            out[ca.id] = words[0]
+    for ca in dump.host_switch:
+        desc = dump.descs[ca]
+        words = desc.split()
+        if 1 <= len(words) <= 2 and desc not in _DEFAULT_DESC:
+            out[ca] = words[0]
     return out
 
 
-def _rail_groups(node_leaves: Mapping[str, Counter[str]]) -> UnionFind:
+def _hosts_on_spines(dump: Dump, ca_node: Mapping[int, str]) -> dict[int, int]:
+    """Preview only: switches that hold a few hosts (UFM, management) but sit above a leaf.
+
+    Without statuses every named host counts, so a spine with a management host would become a
+    leaf domain. A switch is a spine here when most of its cables go to other switches and one of
+    them is a leaf that is not (at least half its cables go to hosts). Returns switch -> hosts.
+    """
+    hosts: Counter[int] = Counter()
+    for ca in ca_node:
+        hosts.update(dump.switches_of(ca))
+    cables = dump.switch_cables
+    mostly_hosts = {sw for sw, n in hosts.items() if n >= cables.get(sw, 0)}
+    return {
+        sw: n
+        for sw, n in hosts.items()
+        if sw not in mostly_hosts and not mostly_hosts.isdisjoint(dump.switch_links.get(sw, ()))
+    }
+
+
+def _rail_groups(node_leaves: Mapping[str, Mapping[str, int]]) -> UnionFind:
     """Merge leaves that serve mostly the same nodes (rails of one scalable unit).
 
     Two leaves merge when at least half the nodes of the smaller one also reach the other: a whole
     SU shares its rail leaves, while a rail swap or a miscabled HCA links two leaves through one
     node only, which is not enough to merge two SUs.
     """
+    # Nodes of one scalable unit reach the same leaves: count each set of leaves once.
+    kinds = Counter(tuple(sorted(leaves)) for leaves in node_leaves.values())
     served: dict[str, int] = Counter()
     together: Counter[tuple[str, str]] = Counter()
-    for leaves in node_leaves.values():
-        names = sorted(leaves)
+    for names, k in kinds.items():
         for i, a in enumerate(names):
-            served[a] += 1
+            served[a] += k
             for b in names[i + 1 :]:
-                together[(a, b)] += 1
+                together[(a, b)] += k
     uf = UnionFind(served)
     for (a, b), count in together.items():
         if 2 * count >= min(served[a], served[b]):
@@ -91,15 +113,30 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             "no GpuNodeStatus given: nodes are named from the HCAs' NodeDescription (preview only;"
             " the labeler joins by HCA GUID)"
         )
+        on_spines = _hosts_on_spines(dump, ca_node)
+        if on_spines:
+            ca_node = {
+                ca: n
+                for ca, n in ca_node.items()
+                if on_spines.keys().isdisjoint(dump.switches_of(ca))
+            }
+            listed = ", ".join(natural_sorted(names[s] for s in on_spines))
+            problems.append(
+                f"ignored {sum(on_spines.values())} host(s) on {len(on_spines)} spine switch(es) "
+                f"({listed}): management or UFM hosts (preview only; the labeler places nodes "
+                "by their statuses' HCA GUIDs)"
+            )
     else:
         ca_node, join_problems = _join_by_guid(dump, nodes)
         problems += join_problems
-    adjacent = dump.adjacent
-    node_leaves: dict[str, Counter[str]] = defaultdict(Counter)
-    for ca_id, node in ca_node.items():
-        for peer in adjacent.get(ca_id, ()):
-            if peer.startswith("S-"):
-                node_leaves[node][names[peer]] += 1
+    node_leaves: dict[str, dict[str, int]] = {}
+    for ca, node in ca_node.items():
+        counts = node_leaves.get(node)
+        if counts is None:
+            counts = node_leaves[node] = {}
+        for number in dump.switches_of(ca):
+            name = names[number]
+            counts[name] = counts.get(name, 0) + 1
     groups = _rail_groups(node_leaves)
     leaf_of_switch = {}
     for group in groups.groups():
@@ -108,17 +145,18 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             leaf_of_switch[sw] = first
     members: dict[str, list[str]] = defaultdict(list)
     unplaced: list[Unplaced] = []
-    for node in natural_sorted(node_leaves):
+    spread: list[tuple[str, str]] = []
+    for node, reach in node_leaves.items():
         per_domain: Counter[str] = Counter()
-        for sw, count in node_leaves[node].items():
+        for sw, count in reach.items():
             per_domain[leaf_of_switch[sw]] += count
         best = min(per_domain, key=lambda d: (-per_domain[d], natural_key(d)))
         members[best].append(node)
         if len(per_domain) > 1:
-            spread = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
-            problems.append(
-                f"node {node}: HCAs on {len(per_domain)} leaf domains ({spread}); placed in {best}"
-            )
+            where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
+            msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
+            spread.append((node, f"node {node}: {msg}"))
+    problems += [msg for _, msg in sorted(spread, key=lambda p: (natural_key(p[0]), p[0]))]
     for node in natural_sorted(set(nodes or ()) - set(node_leaves)):
         why = (
             "no compute HCA GUID in the status"
@@ -149,19 +187,18 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
         for dom in domain_switches
         if members[dom]
     ]
-    tiers, level = _tiers(
-        dump, {switch_of_name[sw] for leaf in leaves for sw in leaf.switches}, adjacent
-    )
+    links = dump.switch_links
+    tiers, level = _tiers({switch_of_name[sw] for leaf in leaves for sw in leaf.switches}, links)
     parents: dict[str, set[str]] = defaultdict(set)
     peers = []
     for leaf in leaves:
         for sw in leaf.switches:
-            for peer in adjacent.get(switch_of_name[sw], ()):
+            for peer in links.get(switch_of_name[sw], ()):
                 if level.get(peer) == 1:
                     parents[leaf.id].add(names[peer])
                 elif level.get(peer) == 0 and leaf_of_switch.get(names[peer], leaf.id) != leaf.id:
                     peers.append((leaf.id, leaf_of_switch[names[peer]]))
-    unreached = sum(1 for n in dump.nodes.values() if n.is_switch and n.id not in level)
+    unreached = sum(1 for sw in names if sw not in level)
     if unreached:
         problems.append(f"{unreached} switch(es) are not connected to any leaf that holds a node")
     if not leaves:
@@ -176,24 +213,17 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
 
 
 def _tiers(
-    dump: Dump, leaf_ids: set[str], adjacent: Mapping[str, set[str]]
-) -> tuple[tuple[int, ...], dict[str, int]]:
+    leaf_ids: set[int], links: Mapping[int, set[int]]
+) -> tuple[tuple[int, ...], dict[int, int]]:
     """Breadth-first levels over switch links from the leaves: spines attached to spines go up."""
     level = dict.fromkeys(leaf_ids, 0)
-    frontier = sorted(leaf_ids)
+    frontier = list(leaf_ids)
     counts = [len(frontier)] if frontier else []
     while frontier:
-        nxt = sorted(
-            {
-                p
-                for sw in frontier
-                for p in adjacent.get(sw, ())
-                if p.startswith("S-") and p not in level
-            }
-        )
+        nxt = {p for sw in frontier for p in links.get(sw, ()) if p not in level}
         for sw in nxt:
             level[sw] = len(counts)
         if nxt:
             counts.append(len(nxt))
-        frontier = nxt
+        frontier = list(nxt)
     return tuple(counts), level

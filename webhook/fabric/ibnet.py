@@ -8,6 +8,7 @@ parentheses are printed without zero padding, so every GUID is kept as an int.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from webhook.fabric.model import SourceError
@@ -15,9 +16,9 @@ from webhook.fabric.model import SourceError
 _NODE = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
 )
-_PORT = re.compile(
-    r"^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
-    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?'
+_PORT = re.compile(  # port numbers of up to 9 digits: a cable end is node << 32 | port
+    r"^\[(\d{1,9})\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
+    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d{1,9})\](?:\[ext \d+\])?'
     r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#.*)?$"
 )
 _KEY = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=", re.IGNORECASE)
@@ -28,6 +29,8 @@ _PLINE = re.compile(
 )
 _PDESC = re.compile(r"^'(.*?)'\s+-\s+'(.*)'$")
 _MANAGED_SWITCH = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # MF0;<hostname>:<model>/U1
+_KEYS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
+_CHUNK = 1 << 20  # characters split into lines at a time
 _PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
 
 
@@ -36,13 +39,14 @@ def node_id(prefix: str, guid_hex: str) -> str:
     return f"{prefix}-{guid_hex.lower().zfill(16)}"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class IbNode:
+    """One node of the dump, as read back (tests and messages; the derive reads the arrays)."""
+
     id: str  # S-/H-/R- plus the 16-hex-digit node GUID
     guid: int
     desc: str
-    line: int
-    port_guids: set[int] = field(default_factory=set)
+    port_guids: frozenset[int] = frozenset()
 
     @property
     def is_switch(self) -> bool:
@@ -51,47 +55,102 @@ class IbNode:
 
 @dataclass(slots=True)
 class Dump:
+    """The dump as compact tables indexed by node number (first mention order): a 65,536-node
+    8-rail dump has over half a million HCAs, so there is no object or set per HCA."""
+
     format: str  # "topology" | "ports"
-    nodes: dict[str, IbNode] = field(default_factory=dict)
-    adjacent: dict[str, set[str]] = field(default_factory=dict)  # node id -> cabled node ids
+    index: dict[str, int] = field(default_factory=dict)  # node id -> its number
+    ids: list[str] = field(default_factory=list)  # number -> node id (the index's own strings)
+    descs: list[str] = field(default_factory=list)  # number -> NodeDescription ("" if unknown)
+    port_guids: dict[int, set[int]] = field(default_factory=dict)  # only GUIDs != the node GUID
+    switch_links: dict[int, set[int]] = field(default_factory=dict)  # switch -> cabled switches
+    host_switch: dict[int, int] = field(default_factory=dict)  # CA/router -> a switch it is on
+    host_more: dict[int, set[int]] = field(default_factory=dict)  # ... and any further ones
+    switch_cables: dict[int, int] = field(default_factory=dict)  # switch -> cables to switches
     generated: str = ""
     skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
 
-    def link(self, a: str, b: str) -> None:
-        if a != b:  # loop-back cables on one switch say nothing about position
-            self.adjacent.setdefault(a, set()).add(b)
-            self.adjacent.setdefault(b, set()).add(a)
+    def add(self, nid: str, desc: str) -> int:
+        number = self.index.get(nid)
+        if number is None:
+            number = self.index[nid] = len(self.ids)
+            self.ids.append(nid)
+            self.descs.append(desc)
+        elif desc and not self.descs[number]:
+            self.descs[number] = desc
+        return number
+
+    def link(self, a: int, b: int) -> None:
+        """A cable between nodes a and b (switch-switch or host-switch; a loop-back says nothing
+        about position, and host-host cables place nobody)."""
+        if a == b:
+            return
+        a_sw, b_sw = self.ids[a][0] == "S", self.ids[b][0] == "S"
+        if a_sw and b_sw:
+            self.switch_links.setdefault(a, set()).add(b)
+            self.switch_links.setdefault(b, set()).add(a)
+        elif a_sw:
+            self.on_switch(b, a)
+        elif b_sw:
+            self.on_switch(a, b)
+
+    def on_switch(self, host: int, switch: int) -> None:
+        first = self.host_switch.setdefault(host, switch)
+        if first != switch:
+            self.host_more.setdefault(host, set()).add(switch)
+
+    def guid(self, number: int) -> int:
+        return int(self.ids[number][2:], 16)
+
+    def is_switch(self, number: int) -> bool:
+        return self.ids[number][0] == "S"
+
+    def switches(self) -> list[int]:
+        return [i for i, nid in enumerate(self.ids) if nid[0] == "S"]
+
+    def switches_of(self, host: int) -> list[int]:
+        """The switches a CA or router is cabled to (none: not on any switch)."""
+        first = self.host_switch.get(host)
+        if first is None:
+            return []
+        return [first, *sorted(self.host_more.get(host, ()))]
+
+    @property
+    def nodes(self) -> dict[str, IbNode]:
+        """Every node as an IbNode (built on demand: for tests and small dumps)."""
+        return {
+            nid: IbNode(nid, self.guid(i), self.descs[i], frozenset(self.port_guids.get(i, ())))
+            for i, nid in enumerate(self.ids)
+        }
 
     @property
     def links(self) -> set[tuple[str, str]]:
-        """Every cable once, as an ordered pair of node ids (parallel cables count once)."""
-        return {(a, b) for a, peers in self.adjacent.items() for b in peers if a < b}
+        """Every cable to a switch once, as an ordered pair of node ids (parallel cables once)."""
+        ids = self.ids
+        pairs = {(a, b) for a, peers in self.switch_links.items() for b in peers}
+        pairs |= {(h, s) for h in self.host_switch for s in self.switches_of(h)}
+        return {(min(ids[a], ids[b]), max(ids[a], ids[b])) for a, b in pairs}
 
-    def add(self, prefix: str, guid_hex: str, desc: str, line: int) -> IbNode:
-        # Inlined node_id for the common 16-digit case: this runs once per port line.
-        nid = prefix + "-" + guid_hex.lower() if len(guid_hex) == 16 else node_id(prefix, guid_hex)
-        node = self.nodes.get(nid)
-        if node is None:
-            node = self.nodes[nid] = IbNode(nid, int(guid_hex, 16), desc, line)
-        elif desc and not node.desc:
-            node.desc = desc
-        return node
+    def port_guid(self, number: int, guid_hex: str) -> None:
+        guid = int(guid_hex, 16)
+        if guid != self.guid(number):
+            self.port_guids.setdefault(number, set()).add(guid)
 
 
-def switch_name(node: IbNode, unique_descs: set[str]) -> str:
+def switch_name(nid: str, desc: str, unique_descs: set[str]) -> str:
     """Readable name: the managed switch's hostname, a unique one-word description, or the id."""
-    desc = node.desc.strip()
+    desc = desc.strip()
     m = _MANAGED_SWITCH.match(desc)
     if m:
         return m.group(1).strip()
     if desc in unique_descs and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", desc):
         return desc
-    return node.id
+    return nid
 
 
 def looks_like(text: str) -> str | None:
     """ "topology" or "ports" when the text reads as ibnetdiscover output, else None."""
-    for line in text.splitlines()[:400]:
+    for line in text[:200_000].splitlines()[:400]:
         s = line.strip()
         if _NODE.match(s) or s.lower().startswith(("switchguid=", "caguid=")):
             return "topology"
@@ -106,81 +165,142 @@ def parse(text: str) -> Dump:
     if kind is None:
         raise SourceError("not ibnetdiscover output: no Switch/Ca node line and no -p port line")
     dump = _parse_ports(text) if kind == "ports" else _parse_topology(text)
-    if not any(n.is_switch for n in dump.nodes.values()):
+    if not any(nid[0] == "S" for nid in dump.ids):
         raise SourceError(
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
         )
     return dump
 
 
+def _chunks(text: str) -> Iterator[str]:
+    """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
+    pieces are the lines of `text.splitlines()`, without a list of every line of a 200 MB dump
+    (it would cost more than the dump itself)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start + _CHUNK)
+        end = size if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def lines(text: str) -> Iterator[str]:
+    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
+    for chunk in _chunks(text):
+        yield from chunk.splitlines()
+
+
+def _node_id(prefix: str, guid_hex: str) -> str:
+    # Inlined for the common 16-digit case: this runs once per port line.
+    return prefix + "-" + guid_hex.lower() if len(guid_hex) == 16 else node_id(prefix, guid_hex)
+
+
 def _parse_topology(text: str) -> Dump:
     dump = Dump("topology")
-    current: IbNode | None = None
+    index, ids, add, cables = dump.index, dump.ids, dump.add, dump.switch_cables
+    switch_links, host_switch = dump.switch_links, dump.host_switch
+    current = -1  # the node whose block this is (-1: none)
+    current_id, current_hex, current_switch = "", "", False
     started = False
-    # For _check_whole: each cable as seen from one end, "<id>[<port>" -> "<peer id>[<its port>"
-    # (strings, not tuples: no garbage collector work for the ~200,000 ports of a large fabric).
-    cabled: dict[str, str] = {}
-    blocks: dict[str, int] = {}  # node id -> its Switch/Ca line
-    portless: dict[str, int] = {}  # switches whose block has shown no port line
-    declared, fresh = 0, False  # the current block's port count; no port line seen in it yet
+    # For _check_whole: each cable end, node number << 32 | port, seen from one end only -> the
+    # far end it names; the other end's line removes it (ints: no string per port).
+    pending: dict[int, int] = {}
+    # Node number -> 1 once its Switch/Ca line was read (a byte each: the line is looked up again
+    # only for a message).
+    blocks = bytearray()
+    portless: dict[int, int] = {}  # switches whose block has shown no port line
+    declared = 0  # the current block's port count
+    listed: set[int] = set()  # the current block's ports so far
+    port_match = _PORT.match
     no = 0
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            current = None
-            continue
-        if line[0] == "[" and current is not None:  # the common case: a port line
-            p = _PORT.match(line)
-            if p is None:
-                raise SourceError("cannot read this port line (truncated?)", no, raw)
-            port, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
-            peer = dump.add(peer_prefix, peer_guid, "", no)
-            if own_guid:
-                current.port_guids.add(int(own_guid, 16))
-            if peer_port_guid:
-                peer.port_guids.add(int(peer_port_guid, 16))
-            dump.link(current.id, peer.id)
-            if fresh:
-                portless.pop(current.id, None)
-                fresh = False
-            seen = len(cabled)
-            cabled[current.id + "[" + port] = peer.id + "[" + peer_port
-            if len(cabled) == seen or int(port) > declared:
-                raise SourceError(
-                    _bad_port(current.id, port, declared, len(cabled) == seen), no, raw
-                )
-            continue
-        if line.startswith("#"):
-            started = True
-            m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
-            if m and not dump.generated:
-                dump.generated = m.group(1).strip()
-            continue
-        if _KEY.match(line) or _GROUPING.match(line):
-            started = True
-            continue
-        m = _NODE.match(line)
-        if m:
-            started = True
-            kind, nports, prefix, guid, desc, _rest = m.groups()
-            if _PREFIX[kind] != prefix:
-                raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
-            current = dump.add(prefix, guid, desc or "", no)
-            if current.id in blocks:
-                first = blocks[current.id]
-                raise SourceError(f"second block for {current.id} (first at line {first})", no, raw)
-            blocks[current.id] = no
-            declared, fresh = int(nports), True
-            if prefix == "S":
-                portless[current.id] = no
-            continue
-        if not started:
-            dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
-            continue
-        if _PORT.match(line):
-            raise SourceError("port line outside a Switch/Ca block", no, raw)
-        raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
-    _check_whole(text, cabled, blocks, portless, no)
+    for chunk in _chunks(text):
+        for raw in chunk.splitlines():
+            no += 1
+            line = raw.strip()
+            if not line:
+                current = -1
+                continue
+            if line[0] == "[" and current >= 0:  # the common case: a port line
+                p = port_match(line)
+                if p is None:
+                    raise SourceError("cannot read this port line (truncated?)", no, raw)
+                port_s, own_guid, peer_prefix, peer_guid, peer_port, peer_port_guid = p.groups()
+                if len(peer_guid) == 16:
+                    peer_id = peer_prefix + "-" + peer_guid.lower()
+                else:
+                    peer_id = node_id(peer_prefix, peer_guid)
+                peer = index.get(peer_id)
+                if peer is None:
+                    peer = add(peer_id, "")
+                # Port GUIDs are mostly the node GUID as printed: compare the text first.
+                if own_guid and own_guid != current_hex:
+                    dump.port_guid(current, own_guid)
+                if peer_port_guid and peer_port_guid != peer_guid:
+                    dump.port_guid(peer, peer_port_guid)
+                port = int(port_s)
+                if port in listed or port > declared:
+                    twice = port in listed
+                    raise SourceError(_bad_port(current_id, port_s, declared, twice), no, raw)
+                if not listed and current_switch:
+                    portless.pop(current, None)
+                listed.add(port)
+                if peer != current:
+                    if peer_prefix != "S":
+                        if current_switch and host_switch.setdefault(peer, current) != current:
+                            dump.on_switch(peer, current)
+                    elif current_switch:
+                        cables[current] = cables.get(current, 0) + 1
+                        switch_links[current].add(peer)
+                        if peer in switch_links:
+                            switch_links[peer].add(current)
+                        else:
+                            switch_links[peer] = {current}
+                    elif host_switch.setdefault(current, peer) != peer:
+                        dump.on_switch(current, peer)
+                end, far = current << 32 | port, peer << 32 | int(peer_port)
+                if pending.get(far) == end:
+                    del pending[far]
+                elif far != end:
+                    pending[end] = far
+                continue
+            if line[0] == "#":
+                started = True
+                m = re.search(r"generated (?:\S+ )*?on (.+)$", line)
+                if m and not dump.generated:
+                    dump.generated = m.group(1).strip()
+                continue
+            if line.startswith(_KEYS) or _KEY.match(line) or _GROUPING.match(line):
+                started = True
+                continue
+            m = _NODE.match(line)
+            if m:
+                started = True
+                kind, nports, prefix, guid, desc, _rest = m.groups()
+                if _PREFIX[kind] != prefix:
+                    raise SourceError(f"{kind} line with a {prefix}- id", no, raw)
+                current_id = _node_id(prefix, guid)
+                current = add(current_id, desc or "")
+                current_id = ids[current]
+                current_hex = guid
+                if current < len(blocks) and blocks[current]:
+                    first = _block_line(text, current_id)
+                    msg = f"second block for {current_id} (first at line {first})"
+                    raise SourceError(msg, no, raw)
+                blocks.extend(bytes(len(ids) - len(blocks)))
+                blocks[current] = 1
+                declared, listed = int(nports), set()
+                current_switch = prefix == "S"
+                if current_switch:
+                    portless[current] = no
+                    switch_links.setdefault(current, set())
+                continue
+            if not started:
+                dump.skipped.append(no)  # tool messages before the header (timeouts, warnings)
+                continue
+            if _PORT.match(line):
+                raise SourceError("port line outside a Switch/Ca block", no, raw)
+            raise SourceError("cannot read this line as ibnetdiscover output (truncated?)", no, raw)
+    _check_whole(text, dump, pending, blocks, portless, no)
     return dump
 
 
@@ -191,7 +311,12 @@ def _bad_port(node: str, port: str, declared: int, twice: bool) -> str:
 
 
 def _check_whole(
-    text: str, cabled: dict[str, str], blocks: dict[str, int], portless: dict[str, int], last: int
+    text: str,
+    dump: Dump,
+    pending: dict[int, int],
+    blocks: bytearray,
+    portless: dict[int, int],
+    last: int,
 ) -> None:
     """ibnetdiscover prints a block for every node it found, and every cable from both of its
     ends (its links are recorded both ways). A port line whose far end has no block, or whose far
@@ -199,31 +324,43 @@ def _check_whole(
     dump was cut short (or edited): its leaves would lose nodes and the pairs and quads after them
     would shift, so it is refused, naming the line."""
     ends = f"it ends at line {last}"
-    for end, far in cabled.items():
-        if cabled.get(far) == end:
-            continue
-        node, port = end.split("[")
-        peer, peer_port = far.split("[")
-        if peer not in blocks:
+    for end, far in pending.items():
+        node, port = dump.ids[end >> 32], str(end & 0xFFFFFFFF)
+        peer, peer_port = dump.ids[far >> 32], str(far & 0xFFFFFFFF)
+        if far >> 32 >= len(blocks) or not blocks[far >> 32]:
             problem = f"{peer} has no block in the dump"
         else:
-            problem = f"{peer}'s block (line {blocks[peer]}) does not list port [{peer_port}] back"
+            problem = (
+                f"{peer}'s block (line {_block_line(text, peer)}) does not list port "
+                f"[{peer_port}] back"
+            )
         raise SourceError(
-            f"{node} port [{port}] is cabled to {far}], but {problem}: the dump is cut short "
-            f"({ends}) or was edited",
+            f"{node} port [{port}] is cabled to {peer}[{peer_port}], but {problem}: the dump is "
+            f"cut short ({ends}) or was edited",
             _line_of(text, node, port),
         )
     if portless:
-        node, no = next(iter(portless.items()))
+        number, no = next(iter(portless.items()))
         raise SourceError(
-            f"{node}'s Switch block lists no port: the dump is cut short ({ends}) or was edited", no
+            f"{dump.ids[number]}'s Switch block lists no port: the dump is cut short ({ends}) or "
+            "was edited",
+            no,
         )
+
+
+def _block_line(text: str, node: str) -> int | None:
+    """The line of `node`'s first Switch/Ca line (only when reporting a problem)."""
+    for no, raw in enumerate(lines(text), 1):
+        m = _NODE.match(raw.strip())
+        if m and node_id(_PREFIX[m.group(1)], m.group(4)) == node:
+            return no
+    return None
 
 
 def _line_of(text: str, node: str, port: str) -> int | None:
     """The line of `node`'s block that lists `port` (only when reporting a problem)."""
     inside = False
-    for no, raw in enumerate(text.splitlines(), 1):
+    for no, raw in enumerate(lines(text), 1):
         line = raw.strip()
         m = _NODE.match(line)
         if m:
@@ -236,7 +373,7 @@ def _line_of(text: str, node: str, port: str) -> int | None:
 def _parse_ports(text: str) -> Dump:
     dump = Dump("ports")
     started = False
-    for no, raw in enumerate(text.splitlines(), 1):
+    for no, raw in enumerate(lines(text), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -252,12 +389,12 @@ def _parse_ports(text: str) -> Dump:
             raise SourceError("port line cut short: its far end is incomplete", no, raw)
         own_desc, peer_desc = _descs(descs, tail)
         # -p prints port GUIDs; a switch's port 0 GUID is its node GUID.
-        own = dump.add(_PREFIX[kind], guid, own_desc, no)
-        own.port_guids.add(int(guid, 16))
+        own = dump.add(_node_id(_PREFIX[kind], guid), own_desc)
         if pkind and pguid:
-            peer = dump.add(_PREFIX[pkind], pguid, peer_desc, no)
-            peer.port_guids.add(int(pguid, 16))
-            dump.link(own.id, peer.id)
+            peer = dump.add(_node_id(_PREFIX[pkind], pguid), peer_desc)
+            if kind == "SW" and pkind == "SW" and peer != own:
+                dump.switch_cables[own] = dump.switch_cables.get(own, 0) + 1
+            dump.link(own, peer)
     return dump
 
 

@@ -2,23 +2,88 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.fabric.levels import NETWORK_LABELS, Positions
-from webhook.fabric.model import Fabric
+from webhook.fabric.model import Fabric, Leaf
 from webhook.fabric.names import label_value
-from webhook.fabric.nvdomains import NvlinkView
+from webhook.fabric.nvdomains import NvlinkDomain, NvlinkView
 
-_TABLE_NODES = 6  # node names shown per leaf in the table; the YAML has all of them
+_TABLE_NODES = 6  # node names shown per leaf in the table; `-o yaml` lists all of them
+LISTED = 20  # problems, unplaced nodes and NVLink entries the GpuFabric object shows; all counted
+SPINES_LISTED = 256  # spine domains the GpuFabric object gives counts for
+_TEXT_MAX = 512  # characters of one problem or reason in the GpuFabric object
 
 
 def status(
     fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
 ) -> dict[str, Any]:
-    """The GpuFabric `status` body (also `topology -o yaml`): every domain with its nodes; with
-    NVLink domains, which leaf domains hold each (the keys only appear when there are some)."""
+    """The GpuFabric `status` body: the summary, counts per spine domain, and the first LISTED
+    problems, unplaced nodes and NVLink domains that span leaf domains (never one entry per node:
+    the object stays far under etcd's 1.5 MiB at any size). `topology -o yaml` lists every node."""
     pos = positions or Positions(fabric)
     nv = nvlink or NvlinkView()
+    by_leaf = _domains_by_leaf(nv)
+    spines = []
+    for spine in fabric.spines[:SPINES_LISTED]:
+        slots = spine.leaves
+        body: dict[str, Any] = {"name": label_value(spine.id)}
+        if spine.switches:
+            body["switches"] = len(spine.switches)
+        body["leaves"] = sum(1 for leaf in slots if leaf.nodes)
+        body["pairs"] = _groups(slots, 2)
+        body["quads"] = _groups(slots, 4)
+        body["nodes"] = sum(len(leaf.nodes) for leaf in slots)
+        if by_leaf:
+            inside = {d.value for leaf in slots for d in by_leaf.get(label_value(leaf.id), ())}
+            body["nvlinkDomains"] = len(inside)
+        spines.append(body)
+    spanning = [d for d in nv.domains if d.spans]
+    summary: dict[str, Any] = {
+        "spines": len(fabric.spines),
+        "leaves": sum(1 for leaf in fabric.leaves if leaf.nodes),
+        "nodes": len(pos.placed),
+        "unplaced": len(fabric.unplaced),
+        "problems": len(fabric.problems),
+    }
+    if nv.domains:
+        summary["nvlinkDomains"] = len(nv.domains)
+        summary["nvlinkSpanning"] = len(spanning)
+    if nv.unknown:
+        summary["nvlinkUnknown"] = len(nv.unknown)
+    out: dict[str, Any] = {"source": fabric.source, "summary": summary}
+    if fabric.tiers:
+        out["tiers"] = list(fabric.tiers)
+    out["spines"] = spines
+    out["unplaced"] = [
+        {"node": u.node, "reason": _short(u.reason)} for u in fabric.unplaced[:LISTED]
+    ]
+    out["problems"] = [_short(p) for p in fabric.problems[:LISTED]]
+    if spanning:
+        out["nvlinkDomains"] = [
+            {
+                "name": d.value,
+                "leaves": [{"name": leaf, "nodes": n} for leaf, n in d.per_leaf[:LISTED]],
+                "nodes": len(d.nodes),
+            }
+            for d in spanning[:LISTED]
+        ]
+    if nv.unknown:
+        out["nvlinkUnknown"] = [
+            {"node": u.node, "reason": _short(u.reason)} for u in nv.unknown[:LISTED]
+        ]
+    return out
+
+
+def listing(
+    fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
+) -> dict[str, Any]:
+    """Every domain with its nodes (`topology -o yaml`, offline): the per-node listing the
+    GpuFabric object leaves out. With NVLink domains, which leaf domains hold each."""
+    pos = positions or Positions(fabric)
+    nv = nvlink or NvlinkView()
+    by_leaf = _domains_by_leaf(nv)
     spines = []
     for spine in fabric.spines:
         leaves = []
@@ -31,7 +96,7 @@ def status(
             if leaf.switches and leaf.switches != (leaf.id,):
                 entry["switches"] = list(leaf.switches)
             entry["nodes"] = list(leaf.nodes)
-            if inside := nv.in_leaf(label_value(leaf.id)):
+            if inside := by_leaf.get(label_value(leaf.id)):
                 entry["nvlinkDomains"] = [d.value for d in inside]
             leaves.append(entry)
         body: dict[str, Any] = {"name": label_value(spine.id)}
@@ -39,20 +104,7 @@ def status(
             body["switches"] = list(spine.switches)
         body["leaves"] = leaves
         spines.append(body)
-    out: dict[str, Any] = {
-        "source": fabric.source,
-        "summary": {
-            "spines": len(fabric.spines),
-            "leaves": sum(1 for leaf in fabric.leaves if leaf.nodes),
-            "nodes": len(pos.placed),
-            "unplaced": len(fabric.unplaced),
-            "problems": len(fabric.problems),
-        },
-    }
-    if nv.domains:
-        out["summary"]["nvlinkDomains"] = len(nv.domains)
-    if fabric.tiers:
-        out["tiers"] = list(fabric.tiers)
+    out = status(fabric, pos, nv)
     out["spines"] = spines
     out["unplaced"] = [{"node": u.node, "reason": u.reason} for u in fabric.unplaced]
     out["problems"] = list(fabric.problems)
@@ -70,11 +122,35 @@ def status(
     return out
 
 
+def _groups(slots: Sequence[Leaf], size: int) -> int:
+    """Aligned groups of `size` leaf slots that hold a node (pairs: 2, quads: 4)."""
+    return sum(
+        1
+        for start in range(0, len(slots), size)
+        if any(x.nodes for x in slots[start : start + size])
+    )
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _TEXT_MAX else text[: _TEXT_MAX - 3] + "..."
+
+
+def _domains_by_leaf(nv: NvlinkView) -> dict[str, list[NvlinkDomain]]:
+    """Leaf domain label value -> the NVLink domains in it, in fabric order (one pass: asking
+    each leaf in turn would be quadratic on 3,640 NVL72 racks)."""
+    out: dict[str, list[NvlinkDomain]] = {}
+    for d in nv.domains:
+        for leaf in d.leaves:
+            out.setdefault(leaf, []).append(d)
+    return out
+
+
 def table(
     fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
 ) -> str:
     pos = positions or Positions(fabric)
     nv = nvlink or NvlinkView()
+    by_leaf = _domains_by_leaf(nv)
     lines = [f"source: {fabric.source}"]
     if fabric.tiers:
         tiers = " / ".join(str(t) for t in fabric.tiers)
@@ -100,7 +176,7 @@ def table(
             sw = f"{len(leaf.switches)} switches, " if len(leaf.switches) > 1 else ""
             what = f"{sw}{len(leaf.nodes)} nodes: {shown}" if leaf.nodes else "empty slot"
             lines.append(f"      leaf {label_value(leaf.id)}  ({what})")
-            lines += _nvlink_lines(nv, label_value(leaf.id))
+            lines += _nvlink_lines(by_leaf, label_value(leaf.id))
     lines += _nvlink_summary(nv)
     if fabric.unplaced:
         lines += ["", "unplaced nodes:"] + [f"  {u.node}: {u.reason}" for u in fabric.unplaced]
@@ -109,9 +185,9 @@ def table(
     return "\n".join(lines) + "\n"
 
 
-def _nvlink_lines(nv: NvlinkView, leaf: str) -> list[str]:
+def _nvlink_lines(by_leaf: Mapping[str, list[NvlinkDomain]], leaf: str) -> list[str]:
     out = []
-    for d in nv.in_leaf(leaf):
+    for d in by_leaf.get(leaf, ()):
         here = dict(d.per_leaf)[leaf]
         also = f"; also in {', '.join(x for x in d.leaves if x != leaf)}" if d.spans else ""
         out.append(f"        nvlink-domain {d.value}  ({here} nodes{also})")

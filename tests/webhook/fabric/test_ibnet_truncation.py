@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import hca, ref, status
 from webhook.fabric import ibnet, join
 from webhook.fabric.controller import CONDITION, FabricController
@@ -109,3 +110,30 @@ def test_controller_keeps_the_last_good_labels_when_the_dump_is_cut() -> None:
     assert re.search(r"key ibnetdiscover: line \d+: .* cut short", cond["message"])
     c.configmap({"ibnetdiscover": PSMN})  # the whole dump again: valid, same labels
     assert c.refresh()[0] is False and c.body()["status"]["conditions"][0]["status"] == "True"
+
+
+def test_switches_with_thousands_of_ports_are_read_whole() -> None:
+    # The synthetic 65,536-node tree's core switches have 8,192 ports: cable ends must not collide
+    # (they once did past 4,095 ports, reading that whole dump as cut short).
+    # One leaf with 4,200 hosts: with a 12-bit port field its port 4,161 was the spine's port 65.
+    tree = FatTree(1, 4200, rails=1, spines=1)
+    text, statuses = tree.render()
+    fabric = derive(text, "ibnetdiscover", join.from_statuses(statuses.items()))
+    assert len(Positions(fabric).placed) == 4200
+    assert fabric.tiers == (1, 1)
+
+
+def test_a_second_block_and_a_cable_not_listed_back_name_both_lines() -> None:
+    lines = PSMN.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Ca")) + 1
+    again = "\n".join([*lines, "", lines[first - 1], lines[first]]) + "\n"
+    with pytest.raises(
+        SourceError, match=rf"second block for H-[0-9a-f]+ \(first at line {first}\)"
+    ):
+        ibnet.parse(again)
+    # The CA's port line names another port of its switch: the switch's own line for the cable
+    # finds the CA's block (named by its line) not listing it back.
+    port = lines[first]
+    moved = re.sub(r'"\[(\d+)\]', lambda m: f'"[{int(m.group(1)) + 30}]', port, count=1)
+    with pytest.raises(SourceError, match=rf"'s block \(line {first}\) does not list port \[1\]"):
+        ibnet.parse(PSMN.replace(port, moved))

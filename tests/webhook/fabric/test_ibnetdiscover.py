@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,8 @@ from webhook.fabric.source import derive
 
 # (file, format, switches, CAs): counted with `grep -c '^Switch'` / `grep -c '^Ca'` on each file;
 # for the -p files, distinct SW / CA GUIDs on the lines (own and peer side).
+ROOT = Path(__file__).resolve().parents[3]
+
 DUMPS = [
     ("jabl-1-manpage-2hca-ports.topo", "topology", 2, 4),
     ("jabl-2-ibm-one-switch.topo", "topology", 1, 2),
@@ -177,3 +182,22 @@ def test_node_not_in_dump_is_unplaced_with_reason() -> None:
         for p in fabric.problems
     )
     assert fabric.leaves == ()
+
+
+def test_preview_keeps_management_hosts_on_spines_out_of_the_leaf_domains() -> None:
+    # psmn-x5 with its hosts named in the dump and ten management hosts on two spine switches
+    # (hack/spine_hosts_dump.py): without statuses the hosts are named from the dump, so the
+    # spines hold "nodes" too; they must stay spines, as with the statuses (the GUID map).
+    dump = ibnet.parse(ref("ibnetdiscover/psmn-x5-spine-hosts.topofile"))
+    guids = join.parse_map(ref("ibnetdiscover/psmn-x5.map"))
+    joined, preview = ibfabric.derive(dump, guids), ibfabric.derive(dump, None)
+    assert preview.tiers == joined.tiers == (6, 4, 1)
+    with_status, without = Positions(joined), Positions(preview)
+    assert len(with_status.placed) == 86
+    assert dict(without.placed) == dict(with_status.placed)  # leaves, pairs, quads, spines
+    assert not any(n.startswith("mgmt") for n in without.placed)
+    assert any("ignored 10 host(s) on 2 spine switch(es)" in p for p in preview.problems)
+    made = subprocess.run(
+        [sys.executable, "hack/spine_hosts_dump.py", "--check"], cwd=ROOT, check=False
+    )
+    assert made.returncode == 0  # the fixture is what the script makes

@@ -61,7 +61,12 @@ def test_each_nvl72_rack_is_one_nvlink_domain_inside_its_leaf_domain() -> None:
         assert {rack_of(n) for n in d.nodes} == {rack_of(leaf.nodes[0])}
     body = render.status(positions.fabric, positions, view)
     assert body["summary"]["nvlinkDomains"] == 8
-    first = body["spines"][0]["leaves"][0]
+    assert (body["summary"]["nvlinkSpanning"], sum(s["nvlinkDomains"] for s in body["spines"])) == (
+        0,
+        8,
+    )
+    assert "nvlinkDomains" not in body  # only the ones that span leaf domains are listed
+    first = render.listing(positions.fabric, positions, view)["spines"][0]["leaves"][0]
     assert first["nvlinkDomains"] == [view.domains[0].value]
 
 
@@ -104,13 +109,13 @@ def test_controller_publishes_domains_from_statuses_and_clique_labels_without_re
     assert d == {
         "name": domain(0),
         "leaves": [{"name": "s0", "nodes": 2}, {"name": "s1", "nodes": 1}],
-        "nodes": ["t1", "t2", "t3"],
+        "nodes": 3,
     }
     # t2's GPUs start to disagree: it leaves the domain, and the status says why.
     c.status("t2", tray_status(0, 1, racks=(0, 0, 3, 3))["status"])
     changed, body = c.refresh()
     assert not changed and body is not None  # labels untouched, the body re-rendered
-    assert body["status"]["nvlinkDomains"][0]["nodes"] == ["t1", "t3"]
+    assert body["status"]["nvlinkDomains"][0]["nodes"] == 2
     (unknown,) = body["status"]["nvlinkUnknown"]
     assert unknown["node"] == "t2"
     assert unknown["reason"].startswith("GPUs disagree on their NVLink domain")
