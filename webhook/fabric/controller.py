@@ -70,6 +70,7 @@ class FabricController:
         self._others: dict[str, dict[str, str]] = {}  # other flows' conditions, by type
         self._republish = False
         self._keys = self._relevant_keys()
+        self.statuses_start()
 
     # -- inputs (any thread) ---------------------------------------------------------------
     def configmap(self, data: Mapping[str, str] | None) -> None:
@@ -102,8 +103,25 @@ class FabricController:
             self._dirty = self._dirty or self._uses_guids()
 
     def statuses(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
-        fresh = {name: join.status_guids(st) for name, st in items}
-        own = {n: d for n, st in items if (d := nvlink.status_domain(st)) != nvlink.NONE}
+        self.statuses_start()
+        self.statuses_page(items)
+        self.statuses_done()
+
+    # A relist page by page (webhook.kube.watch): each status cut down to its GUIDs and NVLink
+    # domain as it comes; the whole takes effect when the list is done.
+    def statuses_start(self) -> None:
+        self._listing: tuple[dict[str, frozenset[int]], dict[str, nvlink.Domain]] = ({}, {})
+
+    def statuses_page(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
+        fresh, own = self._listing
+        for name, st in items:
+            fresh[name] = join.status_guids(st)
+            if (d := nvlink.status_domain(st)) != nvlink.NONE:
+                own[name] = d
+
+    def statuses_done(self) -> None:
+        fresh, own = self._listing
+        self.statuses_start()
         with self._lock:
             if own != self._own_domain:
                 self._own_domain, self._nvlink_dirty, self._values = own, True, None

@@ -8,12 +8,11 @@ events and decides, so the placer's state needs no locks.
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -22,8 +21,8 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.slim import slim_node, slim_pod
-from webhook.kube.client import watch_events
-from webhook.kube.watch import Lister, ListWatch, Obj, Watcher
+from webhook.kube.client import pages, watch_events
+from webhook.kube.watch import Gathered, Lister, ListWatch, Obj, Page, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
@@ -42,22 +41,17 @@ def core_list_watch(
     method = core.list_pod_for_all_namespaces if kind == "pods" else core.list_node
     slim = slim_pod if kind == "pods" else slim_node
 
-    def lister() -> tuple[list[Obj], str]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:  # pages of 500 keep a 20,000-pod relist small
-            resp: Any = method(
-                limit=500,
-                _continue=token,
-                field_selector=field_selector or None,
-                _preload_content=False,
-                _request_timeout=_TIMEOUT * 3,
-            )
-            data = json.loads(resp.data)
-            items += [slim(o) for o in data.get("items") or []]
-            token = data["metadata"].get("continue")
-            if not token:
-                return items, str(data["metadata"].get("resourceVersion", ""))
+    def fetch(token: str | None) -> Any:
+        return method(
+            limit=500,
+            _continue=token,
+            field_selector=field_selector or None,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT * 3,
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, slim)  # each page slimmed as it arrives
 
     def watcher(version: str) -> Iterable[Obj]:
         for event in watch_events(method, version=version, field_selector=field_selector or None):
@@ -129,13 +123,13 @@ def run_placer(
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),
-            on_list=lambda items: inbox.put(lambda: placer.nodes_listed(items)),
+            on_list=Gathered(lambda items: inbox.put(lambda: placer.nodes_listed(items))),
             on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
         ),
         ListWatch(
             "placer-pods",
             *core_list_watch(api_client, "pods", _LIVE),
-            on_list=lambda items: inbox.put(lambda: placer.pods_listed(items)),
+            on_list=Gathered(lambda items: inbox.put(lambda: placer.pods_listed(items))),
             on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
         ),
     ]

@@ -106,17 +106,34 @@ class Labeler:
         self._statuses_listed = False
         self._node_labels: dict[str, dict[str, str]] | None = None  # None: Nodes not listed yet
         self._pending: dict[str, None] = {}  # ordered set of nodes to converge
+        # A relist under way (one watch thread each): what it said so far.
+        self._listing_labels: dict[str, dict[str, str] | None] = {}
+        self._listing_domains: dict[str, nvlink.Domain] = {}
+        self._listing_nodes: dict[str, dict[str, str]] = {}
+        self._listing_cliques: dict[str, str] = {}
         self._cond = threading.Condition()
 
     # -- what the watches tell us (any thread) -------------------------------------------------
     def statuses_listed(self, items: Iterable[Obj]) -> None:
-        items = list(items)
-        fresh = {_name(o): _status_labels(_name(o), o.get("status")) for o in items}
-        domains = {
-            _name(o): d
-            for o in items
-            if (d := nvlink.status_domain(o.get("status"))) != nvlink.NONE
-        }
+        self.statuses_start()
+        self.statuses_page(items)
+        self.statuses_done()
+
+    # A status relist arrives page by page (webhook.kube.watch): each page is cut down to the
+    # labels and NVLink domain at once, and the whole takes effect when the list is done.
+    def statuses_start(self) -> None:
+        self._listing_labels, self._listing_domains = {}, {}
+
+    def statuses_page(self, items: Iterable[Obj]) -> None:
+        for o in items:
+            name, status = _name(o), o.get("status")
+            self._listing_labels[name] = _status_labels(name, status)
+            if (d := nvlink.status_domain(status)) != nvlink.NONE:
+                self._listing_domains[name] = d
+
+    def statuses_done(self) -> None:
+        fresh, domains = self._listing_labels, self._listing_domains
+        self.statuses_start()
         with self._cond:
             gone = set(self._status_labels) - set(fresh)
             self._status_labels = fresh
@@ -140,9 +157,22 @@ class Labeler:
             self._mark([name])
 
     def nodes_listed(self, items: Iterable[Obj]) -> None:
-        items = list(items)
-        fresh = {_name(o): owned_labels(o.get("metadata") or {}) for o in items}
-        cliques = {_name(o): c for o in items if (c := _clique(o))}
+        self.nodes_start()
+        self.nodes_page(items)
+        self.nodes_done()
+
+    def nodes_start(self) -> None:
+        self._listing_nodes, self._listing_cliques = {}, {}
+
+    def nodes_page(self, items: Iterable[Obj]) -> None:
+        for o in items:
+            self._listing_nodes[_name(o)] = owned_labels(o.get("metadata") or {})
+            if c := _clique(o):
+                self._listing_cliques[_name(o)] = c
+
+    def nodes_done(self) -> None:
+        fresh, cliques = self._listing_nodes, self._listing_cliques
+        self.nodes_start()
         with self._cond:
             self._node_labels = fresh
             self._clique = cliques
