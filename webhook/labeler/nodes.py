@@ -166,7 +166,7 @@ class Labeler:
 
     def nodes_page(self, items: Iterable[Obj]) -> None:
         for o in items:
-            self._listing_nodes[_name(o)] = owned_labels(o.get("metadata") or {})
+            self._listing_nodes[_name(o)] = _shared(owned_labels(o.get("metadata") or {}))
             if c := _clique(o):
                 self._listing_cliques[_name(o)] = c
 
@@ -193,7 +193,7 @@ class Labeler:
                 self._clique[name] = clique
             else:
                 self._clique.pop(name, None)
-            have = owned_labels(obj.get("metadata") or {})
+            have = _shared(owned_labels(obj.get("metadata") or {}))
             self._node_labels[name] = have
             if have != self._wanted(name):
                 self._mark([name])
@@ -258,7 +258,7 @@ class Labeler:
         self.nodes.apply_labels(name, want)
         with self._cond:
             if self._node_labels is not None and name in self._node_labels:
-                self._node_labels[name] = dict(want)  # the watch event will say the same
+                self._node_labels[name] = _shared(dict(want))  # the watch event says the same
         outcome = "applied" if want else "removed"
         log.info("node labels", extra={"node": name, "outcome": outcome})
         return outcome
@@ -316,9 +316,21 @@ def _clique(obj: Obj) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(api.LABEL_GPU_CLIQUE) or "")
 
 
+_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+SETS_KEPT = 4096  # distinct label sets remembered; past this the table starts again
+
+
+def _shared(labels: dict[str, str]) -> dict[str, str]:
+    """The nodes of a pool want, and carry, the same labels: one dict for all of them (at 65,536
+    nodes a dict each is ~1 KB a node twice over). Never changed in place, so sharing is safe."""
+    if len(_SETS) >= SETS_KEPT:
+        _SETS.clear()  # only sharing is lost: dicts already handed out stay valid
+    return _SETS.setdefault(tuple(sorted(labels.items())), labels)
+
+
 def _status_labels(name: str, status: Mapping[str, Any] | None) -> dict[str, str] | None:
     try:
-        return wanted_labels(status)
+        return _shared(wanted_labels(status))
     except (WireError, ValueError) as err:
         log.warning(
             "unreadable GpuNodeStatus; labels left as they are",
