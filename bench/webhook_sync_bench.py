@@ -5,11 +5,13 @@ A fake API server on 127.0.0.1 (this process) serves N copies of the HGX H100 go
 apply gives it: ~27 KB of JSON each, as issue 22 measured) in pages with limit + continue as the
 API server pages them, N Nodes (metadata with labels as GPU Operator and the labeler leave them),
 Leases (so the labeler and placer lead) and empty lists for the rest. `serve` runs with the
-Deployment's flags (--labeler --placer) in its own process; its peak RSS (VmHWM) is read once it is
-ready and every list has been asked for, against a bare baseline in the same run: a process that
-imports what `serve` imports (the kubernetes client, aiohttp, prometheus-client) and nothing else.
+Deployment's flags (--labeler --placer; `--flags ''`: the admission cache alone) in its own
+process; its peak RSS (VmHWM) is read once it is ready and every list has been asked for, against a
+bare baseline in the same run: a process that imports what `serve` imports (the kubernetes client,
+aiohttp, prometheus-client) and nothing else.
 
     .venv/bin/python bench/webhook_sync_bench.py [--sizes 4096,16384,65536] [--bar 256] [--src DIR]
+        [--flags '--labeler --placer']
 
 `--src DIR` runs `serve` from another checkout (e.g. the code before issue 22) for a before/after
 pair; the fake API server and the baseline stay this checkout's.
@@ -299,7 +301,7 @@ LISTS = {  # every watch `serve --labeler --placer` starts once its list is done
 }
 
 
-def sync(n: int, timeout: float, src: Path = ROOT) -> dict[str, Any]:
+def sync(n: int, timeout: float, src: Path = ROOT, flags: tuple[str, ...] = ()) -> dict[str, Any]:
     fake = FakeApi(n)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(fake))
     httpd.daemon_threads = True
@@ -307,7 +309,10 @@ def sync(n: int, timeout: float, src: Path = ROOT) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp())
     metrics = free_port()
     argv = [sys.executable, "-m", "webhook", "serve", "--port", "0", "--metrics-port", str(metrics)]
-    argv += [*files(tmp, httpd.server_address[1]), "--labeler", "--placer"]
+    argv += [*files(tmp, httpd.server_address[1]), *flags]
+    lists = dict(LISTS)
+    if "--placer" not in flags:  # the placer's own Node list and its Pod list
+        lists["/api/v1/nodes"], lists["/api/v1/pods"] = 1, 0
     log = (tmp / "serve.log").open("w")
     proc = subprocess.Popen(argv, cwd=src, stdout=log, stderr=subprocess.STDOUT)
     started = time.monotonic()
@@ -324,7 +329,7 @@ def sync(n: int, timeout: float, src: Path = ROOT) -> dict[str, Any]:
                 except OSError:
                     pass
             with fake.lock:
-                listed = all(fake.watching.get(p, 0) >= k for p, k in LISTS.items())
+                listed = all(fake.watching.get(p, 0) >= k for p, k in lists.items())
             if ready_s is not None and listed:
                 time.sleep(2.0)  # what follows the lists: the labeler's and placer's first pass
                 hwm, rss = peak_mb(proc.pid)
@@ -351,13 +356,22 @@ def main() -> None:
     parser.add_argument("--bar", type=float, default=256.0, help="peak MiB allowed (default 256)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per size")
     parser.add_argument("--src", default="", help="run serve from this checkout (before/after)")
+    parser.add_argument(
+        "--flags",
+        default="--labeler --placer",
+        help="serve's flags (default: the Deployment's, --labeler --placer; '' = cache only)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"status JSON {len(status_template())} B, Node metadata JSON {len(node_template())} B")
+    print(
+        f"serve {args.flags or '(cache only)'}; status JSON {len(status_template())} B, "
+        f"Node metadata JSON {len(node_template())} B"
+    )
     worst = 0.0
     for n in sizes:
         bare = bare_mb()
-        out = sync(n, args.timeout, Path(args.src).resolve() if args.src else ROOT)
+        src = Path(args.src).resolve() if args.src else ROOT
+        out = sync(n, args.timeout, src, tuple(args.flags.split()))
         worst = max(worst, out["peak_mb"])
         print(
             f"{n:6d} nodes: ready in {out['ready_s']:5.1f} s, peak RSS {out['peak_mb']:6.1f} MiB "
