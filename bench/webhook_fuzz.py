@@ -227,17 +227,21 @@ def rss(args: argparse.Namespace) -> None:
         connector = aiohttp.TCPConnector(ssl=ctx, limit=args.concurrency)
         async with aiohttp.ClientSession(connector=connector) as s:
 
-            async def one(body: bytes) -> int:
+            async def one(body: bytes, again: bool = True) -> int:
                 try:
                     async with s.post(url, data=body, headers=headers) as r:
                         await r.read()
                         return r.status
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                    if proc.poll() is not None:
+                        raise
                     # A large body the server refused (over the limit, or not received in time)
                     # is answered and the connection closed before it is all sent.
-                    if len(body) > 1_000_000 and proc.poll() is None:
+                    if len(body) > 1_000_000:
                         closed.append(len(body))
                         return 400
+                    if again:  # a kept-alive connection the server had just closed as idle
+                        return await one(body, again=False)
                     raise
 
             step = 1000
