@@ -49,6 +49,7 @@ def pages(fetch: Callable[[str | None], Any], slim: Callable[[Obj], Obj]) -> Ite
         items = [slim(o) for o in data.get("items") or []]
         del data, response
         yield Page(items, str(meta.get("resourceVersion", "")))
+        del items  # handed on: not alive while the next page is decoded
         token = meta.get("continue")
         if not token:
             return

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.backoff import Backoff
+from common.memory import release_memory
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def listed(lister: Lister, sink: Sink) -> str:
     for page in lister():
         sink.page(page.items)
         version = page.version
+        del page
+        release_memory()
     sink.done()
     return version
 
