@@ -8,6 +8,7 @@ admitted without every requirement they asked for in every required node-selecto
 
     .venv/bin/python bench/webhook_fuzz.py [--reviews 100000] [--seed 1]
     .venv/bin/python bench/webhook_fuzz.py --rss [--reviews 200000] [--warmup 20000] [--src DIR]
+        [--concurrency 32] [--large]
 
 `--rss` (issue 17) measures memory instead: `serve`'s HTTPS site (webhook.server.app, golden
 cache, its own process) is sent reviews over TLS from this process, half of them well-formed pods
@@ -15,7 +16,9 @@ of many shapes (every annotation, GPU counts, nodeSelectors and required terms o
 preferred-HCA lists and `In` lists from 1 to 5,000 entries: what fills every memo keyed by a pod's
 shape), half damaged as above. The server's RSS is read from /proc after `--warmup` reviews and
 every 10,000 after; the bar is <= +30 MB from the warm-up reading to the end. `--src DIR` runs the
-server from another checkout (e.g. the code before issue 17) for a before/after pair.
+server from another checkout (e.g. the code before issue 17) for a before/after pair. Issue 22's
+hostile soak adds `--concurrency 32 --large`: one body in 500 is 10 MB (over the 8 MiB limit),
+6 MB, or nested 200,000 deep.
 """
 
 from __future__ import annotations
@@ -169,7 +172,25 @@ def shaped(rng: random.Random) -> bytes:
     return json.dumps(doc).encode()
 
 
-def mixed(rng: random.Random, i: int) -> bytes:
+def large(rng: random.Random, i: int) -> bytes:
+    """A hostile body of megabytes (issue 22): a 10 MB review (over the 8 MiB limit), a 6 MB one
+    the server must parse, or one nested 200,000 deep."""
+    kind = (i // LARGE_EVERY) % 3
+    if kind == 2:
+        return b'{"request":' + b'{"a":' * 200_000 + b"1" + b"}" * 200_001
+    doc = copy.deepcopy(BASE)
+    size = 10_000_000 if kind == 0 else 6_000_000
+    value = "".join(rng.choice("abcdef0123456789") for _ in range(64)) * (size // 64)
+    doc["request"]["object"]["metadata"]["annotations"]["note"] = value
+    return json.dumps(doc).encode()
+
+
+LARGE_EVERY = 500  # --large: one body in this many is large
+
+
+def mixed(rng: random.Random, i: int, big: bool = False) -> bytes:
+    if big and i % LARGE_EVERY == LARGE_EVERY - 1:
+        return large(rng, i)
     return shaped(rng) if i % 2 else structured(rng) if i % 4 == 0 else damaged(rng)
 
 
@@ -195,6 +216,7 @@ def rss(args: argparse.Namespace) -> None:
     )
     rng = random.Random(args.seed)
     readings: list[tuple[int, float]] = []
+    closed: list[int] = []  # large bodies whose connection the server closed
 
     async def send() -> None:
         assert proc.stdout is not None
@@ -202,16 +224,29 @@ def rss(args: argparse.Namespace) -> None:
         readings.append((0, rss_mb(proc.pid)))
         ctx = ssl.create_default_context(cafile=str(tmp / "ca"))
         headers = {"Content-Type": "application/json"}
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=8)) as s:
+        connector = aiohttp.TCPConnector(ssl=ctx, limit=args.concurrency)
+        async with aiohttp.ClientSession(connector=connector) as s:
 
-            async def one(body: bytes) -> int:
-                async with s.post(url, data=body, headers=headers) as r:
-                    await r.read()
-                    return r.status
+            async def one(body: bytes, again: bool = True) -> int:
+                try:
+                    async with s.post(url, data=body, headers=headers) as r:
+                        await r.read()
+                        return r.status
+                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                    if proc.poll() is not None:
+                        raise
+                    # A large body the server refused (over the limit, or not received in time)
+                    # is answered and the connection closed before it is all sent.
+                    if len(body) > 1_000_000:
+                        closed.append(len(body))
+                        return 400
+                    if again:  # a kept-alive connection the server had just closed as idle
+                        return await one(body, again=False)
+                    raise
 
             step = 1000
             for start in range(0, args.reviews, step):
-                bodies = [mixed(rng, i) for i in range(start, start + step)]
+                bodies = [mixed(rng, i, args.large) for i in range(start, start + step)]
                 codes = await asyncio.gather(*map(one, bodies))
                 if any(c not in (200, 400) for c in codes):
                     raise SystemExit(f"an answer other than 200/400 near review {start}")
@@ -232,7 +267,8 @@ def rss(args: argparse.Namespace) -> None:
         f"{args.reviews} mixed reviews over TLS in {time.perf_counter() - started:.0f} s "
         f"(seed {args.seed}, server from {src}): RSS {readings[0][1]:.1f} MB at start, "
         f"{warm:.1f} MB after {args.warmup} (warm-up), at most {top:.1f} MB after "
-        f"(+{top - warm:.1f} MB; bar +30 MB), {readings[-1][1]:.1f} MB at the end"
+        f"(+{top - warm:.1f} MB; bar +30 MB), {readings[-1][1]:.1f} MB at the end; "
+        f"{len(closed)} large bodies refused with the connection closed"
     )
 
 
@@ -243,6 +279,10 @@ def main() -> None:
     parser.add_argument("--rss", action="store_true", help="server RSS over TLS (issue 17)")
     parser.add_argument("--warmup", type=int, default=20_000, help="--rss: default 20000")
     parser.add_argument("--src", default="", help="--rss: run the server from this checkout")
+    parser.add_argument("--concurrency", type=int, default=8, help="--rss: connections (8)")
+    parser.add_argument(
+        "--large", action="store_true", help="--rss: 1 body in 500 of 6-10 MB or nested deep"
+    )
     args = parser.parse_args()
     if args.rss:
         args.reviews = args.reviews or 200_000

@@ -18,7 +18,7 @@ from typing import Any
 from common import api
 from webhook.fleet.cache import FabricCache
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes
-from webhook.kube.watch import ListWatch, Obj
+from webhook.kube.watch import Gathered, ListWatch, Obj, Paged, Sink
 from webhook.leader import LABELER_LEASE, Elector, Work
 from webhook.server.metrics import WebhookMetrics
 
@@ -27,24 +27,36 @@ log = logging.getLogger("webhook")
 
 @dataclass
 class Feed:
-    """One watch, many consumers: every listener sees every list and event, in order."""
+    """One watch, many consumers: every listener sees every page and event, in order (a Sink:
+    lists arrive page by page, see webhook.kube.watch)."""
 
-    on_list: list[Callable[[list[Obj]], None]] = field(default_factory=list)
+    sinks: list[Sink] = field(default_factory=list)
     on_event: list[Callable[[str, Obj], None]] = field(default_factory=list)
 
-    def subscribe(
-        self, on_list: Callable[[list[Obj]], None], on_event: Callable[[str, Obj], None]
-    ) -> None:
-        self.on_list.append(on_list)
+    def subscribe(self, sink: Sink, on_event: Callable[[str, Obj], None]) -> None:
+        self.sinks.append(sink)
         self.on_event.append(on_event)
 
-    def listed(self, items: list[Obj]) -> None:
-        for f in self.on_list:
-            f(items)
+    def start(self) -> None:
+        for s in self.sinks:
+            s.start()
+
+    def page(self, items: list[Obj]) -> None:
+        for s in self.sinks:
+            s.page(items)
+
+    def done(self) -> None:
+        for s in self.sinks:
+            s.done()
 
     def event(self, kind: str, obj: Obj) -> None:
         for f in self.on_event:
             f(kind, obj)
+
+
+def at_end(f: Callable[[], None]) -> Sink:
+    """A Sink for a consumer that only needs to know a list is complete."""
+    return Paged(lambda: None, lambda items: None, f)
 
 
 @dataclass
@@ -74,7 +86,7 @@ def node_labels(obj: Obj) -> dict[str, str]:
 def add_cache_watches(s: Serving) -> None:
     """GpuNodeStatus and GpuClaim into the admission cache; Node existence too, so a deleted
     node's status never counts for placement."""
-    from webhook.kube.client import custom_list_watch, node_list_watch
+    from webhook.kube.client import STATUS_PAGE, custom_list_watch, node_list_watch
 
     cache = s.cache
 
@@ -84,6 +96,9 @@ def add_cache_watches(s: Serving) -> None:
         else:
             cache.put_node(name_of(obj), obj.get("status"))
 
+    def claim_of(obj: Obj) -> tuple[str, str, Obj]:
+        return str(obj["metadata"].get("namespace", "default")), name_of(obj), obj.get("spec") or {}
+
     def on_claim_event(kind: str, obj: Obj) -> None:
         ns = str(obj["metadata"].get("namespace", "default"))
         if kind == "DELETED":
@@ -92,34 +107,37 @@ def add_cache_watches(s: Serving) -> None:
             cache.put_claim(ns, name_of(obj), obj.get("spec") or {})
 
     s.statuses.subscribe(
-        lambda items: cache.replace_nodes((name_of(o), o.get("status")) for o in items),
+        Paged(
+            cache.start_nodes,
+            lambda items: cache.page_nodes((name_of(o), o.get("status")) for o in items),
+            cache.end_nodes,
+        ),
         on_status_event,
     )
     # The Node labels too: a pod's own nodeSelector and affinity narrow the nodes it is decided
     # on (webhook.fleet.selection).
     s.nodes.subscribe(
-        lambda items: cache.replace_existing_nodes(
-            [name_of(o) for o in items], {name_of(o): node_labels(o) for o in items}
+        Paged(
+            cache.start_existing,
+            lambda items: cache.page_existing((name_of(o), node_labels(o)) for o in items),
+            cache.end_existing,
         ),
         lambda kind, obj: cache.node_exists(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
     s.watches += [
         ListWatch(
             api.NODE_STATUS_PLURAL,
-            *custom_list_watch(s.api_client, api.NODE_STATUS_PLURAL),
-            on_list=s.statuses.listed,
+            *custom_list_watch(s.api_client, api.NODE_STATUS_PLURAL, STATUS_PAGE),
+            on_list=s.statuses,
             on_event=s.statuses.event,
         ),
         ListWatch(
             api.CLAIM_PLURAL,
             *custom_list_watch(s.api_client, api.CLAIM_PLURAL),
-            on_list=lambda items: cache.replace_claims(
-                (str(o["metadata"].get("namespace", "default")), name_of(o), o.get("spec") or {})
-                for o in items
-            ),
+            on_list=Gathered(lambda items: cache.replace_claims(map(claim_of, items))),
             on_event=on_claim_event,
         ),
-        ListWatch("nodes", *node_list_watch(s.api_client), s.nodes.listed, s.nodes.event),
+        ListWatch("nodes", *node_list_watch(s.api_client), s.nodes, s.nodes.event),
     ]
 
 
@@ -131,7 +149,7 @@ def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
         ListWatch(
             FABRIC_PLURAL,
             *custom_list_watch(s.api_client, FABRIC_PLURAL),
-            spines.listed,
+            Gathered(spines.listed),
             spines.event,
         )
     )
@@ -148,8 +166,13 @@ def add_labeler(s: Serving) -> None:
         observe=lambda outcome: s.metrics.labeler_applies.labels(outcome=outcome).inc(),
         report=nodes.event,
     )
-    s.statuses.subscribe(labeler.statuses_listed, labeler.status_event)
-    s.nodes.subscribe(labeler.nodes_listed, labeler.node_event)
+    s.statuses.subscribe(
+        Paged(labeler.statuses_start, labeler.statuses_page, labeler.statuses_done),
+        labeler.status_event,
+    )
+    s.nodes.subscribe(
+        Paged(labeler.nodes_start, labeler.nodes_page, labeler.nodes_done), labeler.node_event
+    )
     s.elected[LABELER_LEASE] = labeler.work
     s.on_lead[LABELER_LEASE] = lambda leading: s.metrics.labeler_leader.set(1 if leading else 0)
     s.labeler = labeler
@@ -174,18 +197,22 @@ def add_network(s: Serving) -> None:
         return dict(node_labels(obj))
 
     s.statuses.subscribe(
-        lambda items: fabric.statuses([(name_of(o), o.get("status")) for o in items]),
+        Paged(
+            fabric.statuses_start,
+            lambda items: fabric.statuses_page([(name_of(o), o.get("status")) for o in items]),
+            fabric.statuses_done,
+        ),
         lambda kind, obj: fabric.status(
             name_of(obj), None if kind == "DELETED" else obj.get("status")
         ),
     )
 
-    def nodes_listed(items: list[Obj]) -> None:
+    def nodes_page(items: list[Obj]) -> None:
         for o in items:
             fabric.node(name_of(o), labels(o))
 
     s.nodes.subscribe(
-        nodes_listed,
+        Paged(lambda: None, nodes_page, lambda: None),
         lambda kind, obj: fabric.node(name_of(obj), None if kind == "DELETED" else labels(obj)),
     )
 
@@ -194,7 +221,7 @@ def add_network(s: Serving) -> None:
         return ListWatch(
             watch,
             *configmap_list_watch(s.api_client, namespace, **selector),
-            on_list=lambda items: fabric.configmaps(watch, items),
+            on_list=Gathered(lambda items: fabric.configmaps(watch, items)),
             on_event=lambda kind, obj: fabric.configmap_event(watch, kind, obj),
         )
 
@@ -234,8 +261,8 @@ def add_export(s: Serving, targets: tuple[str, ...]) -> Any:
         fabric.set_condition,
         fabric.nvlink_domains,
     )
-    s.statuses.subscribe(lambda items: exporter.listed("statuses"), lambda kind, obj: None)
-    s.nodes.subscribe(lambda items: exporter.listed("nodes"), lambda kind, obj: None)
+    s.statuses.subscribe(at_end(lambda: exporter.listed("statuses")), lambda kind, obj: None)
+    s.nodes.subscribe(at_end(lambda: exporter.listed("nodes")), lambda kind, obj: None)
     label_work = s.elected[LABELER_LEASE]
 
     def work(stop: threading.Event) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.webhook.helpers import golden_statuses
 from webhook.fleet.cache import FabricCache
+from webhook.kube.watch import one_page
 from webhook.server.metrics import WebhookMetrics
 from webhook.wiring import Serving, add_cache_watches, add_labeler, add_network, add_placer
 
@@ -34,8 +35,8 @@ def test_one_node_and_one_status_watch_feed_the_cache_and_the_labeler() -> None:
         "topology-parts",
     ]
     assert sorted(s.elected) == ["gpufabric-labeler", "gpufabric-placer"]
-    s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
-    s.nodes.listed([node("gpu-1"), node("gpu-2")])
+    one_page(s.statuses, [{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
+    one_page(s.nodes, [node("gpu-1"), node("gpu-2")])
     assert sorted(s.cache.nodes) == ["gpu-1", "gpu-2"]
     s.nodes.event("DELETED", node("gpu-2"))
     assert sorted(s.cache.nodes) == ["gpu-1"]  # a deleted Node's status no longer counts
@@ -63,9 +64,9 @@ def test_network_labels_ride_on_the_labeler_and_its_lease() -> None:
         "data": {"topology.conf": "SwitchName=s0 Nodes=gpu-1\n"},
     }
     watch = next(w for w in s.watches if w.name == "topology-configmap")
-    watch.on_list([conf])
-    s.statuses.listed([{"metadata": {"name": "gpu-1"}, "status": H100}])
-    s.nodes.listed([node("gpu-1")])
+    one_page(watch.on_list, [conf])
+    one_page(s.statuses, [{"metadata": {"name": "gpu-1"}, "status": H100}])
+    one_page(s.nodes, [node("gpu-1")])
     extra = s.labeler.extra
     assert extra.__self__.refresh()[0]  # the FabricController behind the labeler's extra
     assert extra("gpu-1")["gpufabric.io/leaf"] == "s0"
@@ -89,10 +90,10 @@ def test_the_node_watch_gives_the_cache_node_labels() -> None:
     # A pod's own nodeSelector narrows the nodes it is decided on (issue 17 item 1).
     s = Serving(argparse.Namespace(), None, FabricCache(), WebhookMetrics())
     add_cache_watches(s)
-    s.statuses.listed([{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
+    one_page(s.statuses, [{"metadata": {"name": n}, "status": H100} for n in ("gpu-1", "gpu-2")])
     one, two = node("gpu-1"), node("gpu-2")
     one["metadata"]["labels"] = {"pool": "a"}
-    s.nodes.listed([one, two])
+    one_page(s.nodes, [one, two])
     p = {"spec": {"nodeSelector": {"pool": "a"}}}
     assert [g.nodes for g in s.cache.fleet_for(p).groups()] == [("gpu-1",)]
     two["metadata"]["labels"] = {"pool": "a"}

@@ -58,7 +58,9 @@ class FabricController:
         self._now = now
         self._lock = threading.Lock()
         self._parts = Inbox()  # the topology ConfigMaps, kept as the API gives them (compressed)
-        self._guids: dict[str, frozenset[int]] = {}
+        # Sorted tuples, not frozensets: a third of the memory at 65,536 nodes (a set only while
+        # the fabric is derived).
+        self._guids: dict[str, tuple[int, ...]] = {}
         self._node_labels: dict[str, dict[str, str]] = {}
         self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
         self._clique: dict[str, str] = {}  # each Node's nvidia.com/gpu.clique
@@ -72,6 +74,7 @@ class FabricController:
         self._others: dict[str, dict[str, str]] = {}  # other flows' conditions, by type
         self._republish = False
         self._keys = self._relevant_keys()
+        self.statuses_start()
 
     # -- inputs (any thread) ---------------------------------------------------------------
     def configmap(self, data: Mapping[str, str] | None) -> None:
@@ -95,7 +98,7 @@ class FabricController:
 
     def status(self, name: str, status: Mapping[str, Any] | None) -> None:
         """A GpuNodeStatus (None: deleted). Only its compute-fabric GUIDs matter here."""
-        guids = None if status is None else join.status_guids(status)
+        guids = None if status is None else _packed(join.status_guids(status))
         own = nvlink.status_domain(status)
         with self._lock:
             if self._own_domain.get(name, nvlink.NONE) != own:
@@ -113,8 +116,25 @@ class FabricController:
             self._dirty = self._dirty or self._uses_guids()
 
     def statuses(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
-        fresh = {name: join.status_guids(st) for name, st in items}
-        own = {n: d for n, st in items if (d := nvlink.status_domain(st)) != nvlink.NONE}
+        self.statuses_start()
+        self.statuses_page(items)
+        self.statuses_done()
+
+    # A relist page by page (webhook.kube.watch): each status cut down to its GUIDs and NVLink
+    # domain as it comes; the whole takes effect when the list is done.
+    def statuses_start(self) -> None:
+        self._listing: tuple[dict[str, tuple[int, ...]], dict[str, nvlink.Domain]] = ({}, {})
+
+    def statuses_page(self, items: list[tuple[str, Mapping[str, Any] | None]]) -> None:
+        fresh, own = self._listing
+        for name, st in items:
+            fresh[name] = _packed(join.status_guids(st))
+            if (d := nvlink.status_domain(st)) != nvlink.NONE:
+                own[name] = d
+
+    def statuses_done(self) -> None:
+        fresh, own = self._listing
+        self.statuses_start()
         with self._lock:
             if own != self._own_domain:
                 self._own_domain, self._nvlink_dirty, self._values = own, True, None
@@ -162,7 +182,8 @@ class FabricController:
             again, self._dirty, self._nvlink_dirty = self._dirty, False, False
             self._republish = False
             found = self._parts.parts()
-            guids, node_labels = dict(self._guids), dict(self._node_labels)
+            guids = {n: frozenset(g) for n, g in self._guids.items()}
+            node_labels = dict(self._node_labels)
             domains = self._domains()
         fabric, error, configured = (
             self._derive(found, guids, node_labels) if again else (None, "", False)
@@ -311,3 +332,7 @@ def run(
                 log.warning("GpuFabric publish failed", extra={"error": str(err), "retry_s": wait})
         wait -= 1
         stop.wait(period)
+
+
+def _packed(guids: frozenset[int]) -> tuple[int, ...]:
+    return tuple(sorted(guids))

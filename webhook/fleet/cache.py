@@ -66,6 +66,8 @@ class FabricCache:
     # nodeSelector and affinity then narrow the nodes it is decided on (webhook.fleet.selection).
     _labels: LabelStore | None = None
     _selections: Selections = field(init=False)
+    _listing: set[str] = field(default_factory=set)  # names of the status relist under way
+    _existing_listing: set[str] = field(default_factory=set)  # and of the Node relist
 
     def __post_init__(self) -> None:
         self._fleet = Fleet(self._lock)
@@ -148,14 +150,29 @@ class FabricCache:
             self.updated = time.monotonic()
 
     def replace_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
-        """A relist: applied as the difference, so reviews meanwhile see either the old or the
-        new status of each node (never an emptied cache) and unchanged nodes cost no update."""
-        seen: set[str] = set()
+        """A whole relist at once (files, tests): `start_nodes`, one page, `end_nodes`."""
+        self.start_nodes()
+        self.page_nodes(statuses)
+        self.end_nodes()
+
+    def start_nodes(self) -> None:
+        """A status relist begins; its pages follow (again from here after an expired continue)."""
+        self._listing = set()
+
+    def page_nodes(self, statuses: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
+        """One page of a relist, applied as the difference, so reviews meanwhile see either the
+        old or the new status of each node (never an emptied cache) and unchanged nodes cost no
+        update. Only the names of the relist are kept until it ends, never the statuses."""
+        seen = self._listing
         for i, (name, status) in enumerate(statuses):
             seen.add(name)
             self.put_node(name, status)
             if i % _YIELD_EVERY == _YIELD_EVERY - 1:
                 time.sleep(_YIELD_SECONDS)
+
+    def end_nodes(self) -> None:
+        """The relist is complete: the statuses it did not name are gone."""
+        seen, self._listing = self._listing, set()
         with self._lock:
             for name in [n for n in (*self.nodes, *self.absent) if n not in seen]:
                 self._place(name, None)
@@ -169,17 +186,45 @@ class FabricCache:
     ) -> None:
         """The full set of Nodes that exist (a Node relist): only their statuses count from now.
         `labels`: every Node's labels, when the caller has them."""
+        names = list(names)
+        self.start_existing()
+        if labels is not None:
+            with self._lock:  # the caller knows Node labels (some may be unknown): keep a store
+                if self._labels is None:
+                    self._labels = LabelStore()
+        self.page_existing([(n, labels.get(n) if labels is not None else None) for n in names])
+        self.end_existing(with_labels=labels is not None)
+
+    def start_existing(self) -> None:
+        """A Node relist begins; its pages of (name, labels) follow."""
+        self._existing_listing = set()
+
+    def page_existing(self, nodes: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
+        """One page of the Node relist: (name, labels or None when the caller has none). Each
+        listed Node counts at once; its labels are recorded as they come."""
         with self._lock:
-            self._existing = set(names)
+            for name, labels in nodes:
+                self._existing_listing.add(name)
+                was = self._counts(name)
+                if self._existing is not None:
+                    self._existing.add(name)
+                self._gone.discard(name)
+                changed = labels is not None and self._relabel(name, labels)
+                if was != self._counts(name) or changed:
+                    self._replace(name)
+            self.updated = time.monotonic()
+
+    def end_existing(self, with_labels: bool = True) -> None:
+        """The Node relist is complete: only the Nodes it named exist (and keep labels)."""
+        listed, self._existing_listing = self._existing_listing, set()
+        with self._lock:
+            self._existing = listed
             self._gone.clear()
-            relabeled: set[str] = set()
-            if labels is not None:
-                known = self._labels.names() if self._labels is not None else set()
-                for name in known - self._existing:
+            if with_labels and self._labels is not None:
+                for name in self._labels.names() - listed:
                     self._relabel(name, None)
-                relabeled = {n for n in self._existing if self._relabel(n, labels.get(n))}
             for name, record in [*self.nodes.items(), *self.absent.items()]:
-                if self._counts(name) != (name in self.nodes) or name in relabeled:
+                if self._counts(name) != (name in self.nodes):
                     self._place(name, record)
             self.updated = time.monotonic()
 

@@ -11,9 +11,10 @@ import datetime
 import json
 import logging
 import queue
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -23,8 +24,8 @@ from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.slim import slim_node, slim_pod
-from webhook.kube.client import watch_events
-from webhook.kube.watch import Lister, ListWatch, Obj, Watcher
+from webhook.kube.client import pages, watch_events
+from webhook.kube.watch import Gathered, Lister, ListWatch, Obj, Page, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
@@ -36,6 +37,17 @@ _TICK = 5.0  # seconds between retries of groups that are still gated
 _LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
 
 
+def _interned(obj: dict[str, Any]) -> Obj:
+    """One copy of each label key and value: JSON decoding gives every Node its own, and at
+    65,536 Nodes that is ~1.5 KB a Node of equal strings."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and isinstance(labels := meta.get("labels"), dict):
+        meta["labels"] = {
+            sys.intern(k): sys.intern(v) if type(v) is str else v for k, v in labels.items()
+        }
+    return obj
+
+
 def core_list_watch(
     api_client: client.ApiClient, kind: str, field_selector: str = ""
 ) -> tuple[Lister, Watcher]:
@@ -43,22 +55,17 @@ def core_list_watch(
     method = core.list_pod_for_all_namespaces if kind == "pods" else core.list_node
     slim = slim_pod if kind == "pods" else slim_node
 
-    def lister() -> tuple[list[Obj], str]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:  # pages of 500 keep a 20,000-pod relist small
-            resp: Any = method(
-                limit=500,
-                _continue=token,
-                field_selector=field_selector or None,
-                _preload_content=False,
-                _request_timeout=_TIMEOUT * 3,
-            )
-            data = json.loads(resp.data)
-            items += [slim(o) for o in data.get("items") or []]
-            token = data["metadata"].get("continue")
-            if not token:
-                return items, str(data["metadata"].get("resourceVersion", ""))
+    def fetch(token: str | None) -> Any:
+        return method(
+            limit=500,
+            _continue=token,
+            field_selector=field_selector or None,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT * 3,
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, lambda o: _interned(slim(o)))  # each page slimmed as it arrives
 
     def watcher(version: str) -> Iterable[Obj]:
         for event in watch_events(method, version=version, field_selector=field_selector or None):
@@ -165,13 +172,13 @@ def run_placer(
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),
-            on_list=lambda items: inbox.put(lambda: placer.nodes_listed(items)),
+            on_list=Gathered(lambda items: inbox.put(lambda: placer.nodes_listed(items))),
             on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
         ),
         ListWatch(
             "placer-pods",
             *core_list_watch(api_client, "pods", _LIVE),
-            on_list=lambda items: inbox.put(lambda: placer.pods_listed(items)),
+            on_list=Gathered(lambda items: inbox.put(lambda: placer.pods_listed(items))),
             on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
         ),
     ]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from common import api
-from webhook.kube.watch import Gone, Lister, Obj, Watcher
+from webhook.kube.watch import Gone, Lister, Obj, Page, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
@@ -26,6 +26,46 @@ _WATCH_READ_TIMEOUT = (5, _WATCH_SECONDS + 30)
 _META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 _CONFIGMAP_PAGE = 8  # ConfigMaps per list page (each up to 1 MiB)
 _META_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+# Objects per list page. A GpuNodeStatus decodes to ~55 KB (~105 KB with the managedFields that
+# server-side apply adds): 100 of them keep a page near 10 MB however many nodes there are.
+PAGE = 500
+STATUS_PAGE = 100
+
+
+def pages(fetch: Callable[[str | None], Any], slim: Callable[[Obj], Obj]) -> Iterator[Page]:
+    """The pages of one list, each decoded on its own and handed on before the next is asked
+    for. `fetch(token)` asks for one page (raw: `_preload_content=False`, so the client builds no
+    model objects); `slim` cuts each object down to what its consumers read. A continue token
+    that expired (HTTP 410) is Gone: the list starts over."""
+    token: str | None = None
+    while True:
+        try:
+            response = fetch(token)
+        except ApiException as err:
+            if err.status == 410 and token:
+                raise Gone() from err
+            raise
+        data: Any = json.loads(response.data)
+        meta = data.get("metadata") or {}
+        items = [slim(o) for o in data.get("items") or []]
+        del data, response
+        yield Page(items, str(meta.get("resourceVersion", "")))
+        del items  # handed on: not alive while the next page is decoded
+        token = meta.get("continue")
+        if not token:
+            return
+
+
+def without_managed_fields(obj: Obj) -> Obj:
+    """Server-side apply's field ownership (half a status's bytes): nobody here reads it."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def as_is(obj: Obj) -> Obj:
+    return obj
 
 
 def watch_events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Iterator[Obj]:
@@ -51,31 +91,31 @@ def watch_events(list_fn: Any, *args: Any, version: str, **kwargs: Any) -> Itera
         raise
 
 
-def custom_list_watch(api_client: client.ApiClient, plural: str) -> tuple[Lister, Watcher]:
+def custom_list_watch(
+    api_client: client.ApiClient, plural: str, limit: int = PAGE
+) -> tuple[Lister, Watcher]:
     objects = client.CustomObjectsApi(api_client)
 
-    def lister() -> tuple[list[Obj], str]:
-        # Pages of 500 keep the peak memory of a relist small on a 5,000-node cluster.
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            data: Any = objects.list_cluster_custom_object(
-                api.GROUP,
-                api.VERSION,
-                plural,
-                limit=500,
-                _continue=token,
-                _request_timeout=_TIMEOUT,
-            )
-            items += data.get("items") or []
-            token = data["metadata"].get("continue")
-            if not token:
-                return items, str(data["metadata"].get("resourceVersion", ""))
+    def fetch(token: str | None) -> Any:
+        return objects.list_cluster_custom_object(
+            api.GROUP,
+            api.VERSION,
+            plural,
+            limit=limit,
+            _continue=token,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, without_managed_fields)
 
     def watcher(version: str) -> Iterable[Obj]:
-        return watch_events(
+        events = watch_events(
             objects.list_cluster_custom_object, api.GROUP, api.VERSION, plural, version=version
         )
+        for event in events:
+            yield {"type": event["type"], "object": without_managed_fields(event["object"])}
 
     return lister, watcher
 
@@ -85,22 +125,17 @@ def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
     labels our field manager owns (managedFields). One watch serves cache, labeler and fabric."""
     core = client.CoreV1Api(api_client)
 
-    def lister() -> tuple[list[Obj], str]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            response: Any = core.list_node(
-                limit=500,
-                _continue=token,
-                _headers={"Accept": _META_LIST},
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
-            data: Any = json.loads(response.data)
-            items += data.get("items") or []
-            token = (data.get("metadata") or {}).get("continue")
-            if not token:
-                return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
+    def fetch(token: str | None) -> Any:
+        return core.list_node(
+            limit=PAGE,
+            _continue=token,
+            _headers={"Accept": _META_LIST},
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, as_is)  # the labeler reads managedFields: which labels are ours
 
     def watcher(version: str) -> Iterable[Obj]:
         return watch_events(core.list_node, version=version, _headers={"Accept": _META_WATCH})
@@ -141,11 +176,9 @@ def configmap_list_watch(
     if label:
         selectors["label_selector"] = label
 
-    def lister() -> tuple[list[Obj], str]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            response: Any = core.list_namespaced_config_map(
+    def lister() -> Iterator[Page]:
+        def fetch(token: str | None) -> Any:
+            return core.list_namespaced_config_map(
                 namespace,
                 limit=_CONFIGMAP_PAGE,
                 _continue=token,
@@ -153,11 +186,8 @@ def configmap_list_watch(
                 _request_timeout=_TIMEOUT,
                 **selectors,
             )
-            data: Any = json.loads(response.data)
-            items += data.get("items") or []
-            token = (data.get("metadata") or {}).get("continue")
-            if not token:
-                return items, str((data.get("metadata") or {}).get("resourceVersion", ""))
+
+        return pages(fetch, as_is)
 
     def watcher(version: str) -> Iterable[Obj]:
         return watch_events(

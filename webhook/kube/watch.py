@@ -1,6 +1,11 @@
 """List-then-watch with resume from resourceVersion, relist on 410 Gone, backoff on errors, and
 how stale the resulting cache is.
 
+A list arrives page by page (limit + continue, as the API server pages it) and goes to its `Sink`
+one page at a time, so no more than one page of objects is ever decoded at once: `start` before the
+first page of each try, `page` per page, `done` once the list is complete (what was not paged
+since `start` is gone). A continue token that expired (HTTP 410) starts the list over, at once.
+
 Transport-free: the kubernetes calls are injected (webhook/kube/client.py), so recorded event
 sequences drive the same loop in tests. Catch-up after an outage: the backoff is capped at 4 s
 (jitter included) and resets on the first successful list, so the cache is relisted within about
@@ -16,22 +21,94 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from common.backoff import Backoff
+from common.memory import release_memory
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-Lister = Callable[[], tuple[list[Obj], str]]  # items, list resourceVersion
-Watcher = Callable[[str], Iterable[Obj]]  # resourceVersion -> events {"type", "object"}
-
-PROBE_BACKOFF = Backoff(base=0.5, cap=4.0)
-STALE_WARNING_S = 30.0  # a failing watch says so once more after this long
 
 
 class Gone(Exception):
     """The resourceVersion is too old (HTTP 410): list again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Obj]
+    version: str  # the list's resourceVersion: the watch resumes from the last page's
+
+
+Lister = Callable[[], Iterable[Page]]  # the pages of one consistent list, in order
+Watcher = Callable[[str], Iterable[Obj]]  # resourceVersion -> events {"type", "object"}
+
+
+class Sink(Protocol):
+    """Where a list goes, page by page."""
+
+    def start(self) -> None:
+        """A list begins (again, after an expired continue token: forget that try's pages)."""
+
+    def page(self, items: list[Obj]) -> None:
+        """The next page of objects."""
+
+    def done(self) -> None:
+        """The list is complete: objects not paged since `start` no longer exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class Paged:
+    """A Sink from three functions (a consumer that takes a list page by page)."""
+
+    start: Callable[[], None]
+    page: Callable[[list[Obj]], None]
+    done: Callable[[], None]
+
+
+@dataclass(slots=True)
+class Gathered:
+    """A Sink for a consumer that needs the whole list at once (few or small objects: claims, one
+    ConfigMap, the placer's slim pods): its pages kept and handed over when the list is done."""
+
+    on_list: Callable[[list[Obj]], None]
+    _items: list[Obj] = field(default_factory=list)
+
+    def start(self) -> None:
+        self._items = []
+
+    def page(self, items: list[Obj]) -> None:
+        self._items += items
+
+    def done(self) -> None:
+        items, self._items = self._items, []
+        self.on_list(items)
+
+
+def one_page(sink: Sink, items: list[Obj]) -> None:
+    """A whole list in one page (objects given offline, tests)."""
+    sink.start()
+    sink.page(items)
+    sink.done()
+
+
+def listed(lister: Lister, sink: Sink) -> str:
+    """Send one whole list to `sink`; its resourceVersion. Gone when a continue token expired."""
+    sink.start()
+    version = ""
+    for page in lister():
+        sink.page(page.items)
+        version = page.version
+        del page
+        release_memory()
+    sink.done()
+    return version
+
+
+PROBE_BACKOFF = Backoff(base=0.5, cap=4.0)
+STALE_WARNING_S = 30.0  # a failing watch says so once more after this long
 
 
 class ListWatch:
@@ -40,7 +117,7 @@ class ListWatch:
         name: str,
         lister: Lister,
         watcher: Watcher,
-        on_list: Callable[[list[Obj]], None],
+        on_list: Sink,
         on_event: Callable[[str, Obj], None],
         *,
         backoff: Backoff = PROBE_BACKOFF,
@@ -68,14 +145,13 @@ class ListWatch:
         failures = 0
         while not stop.is_set():
             try:
-                items, version = self.lister()
-                self.on_list(items)
+                version = listed(self.lister, self.on_list)
                 self.relists += 1
                 failures = 0
                 self._recovered()
                 while not stop.is_set():
                     version = self._watch(version)
-            except Gone:
+            except Gone:  # an expired watch, or a continue token that expired mid-list
                 log.info("watch expired; relisting", extra={"watch": self.name})
                 continue
             except Exception as err:  # noqa: BLE001 - API server down or flaky: back off, retry

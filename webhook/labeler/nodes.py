@@ -106,17 +106,34 @@ class Labeler:
         self._statuses_listed = False
         self._node_labels: dict[str, dict[str, str]] | None = None  # None: Nodes not listed yet
         self._pending: dict[str, None] = {}  # ordered set of nodes to converge
+        # A relist under way (one watch thread each): what it said so far.
+        self._listing_labels: dict[str, dict[str, str] | None] = {}
+        self._listing_domains: dict[str, nvlink.Domain] = {}
+        self._listing_nodes: dict[str, dict[str, str]] = {}
+        self._listing_cliques: dict[str, str] = {}
         self._cond = threading.Condition()
 
     # -- what the watches tell us (any thread) -------------------------------------------------
     def statuses_listed(self, items: Iterable[Obj]) -> None:
-        items = list(items)
-        fresh = {_name(o): _status_labels(_name(o), o.get("status")) for o in items}
-        domains = {
-            _name(o): d
-            for o in items
-            if (d := nvlink.status_domain(o.get("status"))) != nvlink.NONE
-        }
+        self.statuses_start()
+        self.statuses_page(items)
+        self.statuses_done()
+
+    # A status relist arrives page by page (webhook.kube.watch): each page is cut down to the
+    # labels and NVLink domain at once, and the whole takes effect when the list is done.
+    def statuses_start(self) -> None:
+        self._listing_labels, self._listing_domains = {}, {}
+
+    def statuses_page(self, items: Iterable[Obj]) -> None:
+        for o in items:
+            name, status = _name(o), o.get("status")
+            self._listing_labels[name] = _status_labels(name, status)
+            if (d := nvlink.status_domain(status)) != nvlink.NONE:
+                self._listing_domains[name] = d
+
+    def statuses_done(self) -> None:
+        fresh, domains = self._listing_labels, self._listing_domains
+        self.statuses_start()
         with self._cond:
             gone = set(self._status_labels) - set(fresh)
             self._status_labels = fresh
@@ -140,9 +157,22 @@ class Labeler:
             self._mark([name])
 
     def nodes_listed(self, items: Iterable[Obj]) -> None:
-        items = list(items)
-        fresh = {_name(o): owned_labels(o.get("metadata") or {}) for o in items}
-        cliques = {_name(o): c for o in items if (c := _clique(o))}
+        self.nodes_start()
+        self.nodes_page(items)
+        self.nodes_done()
+
+    def nodes_start(self) -> None:
+        self._listing_nodes, self._listing_cliques = {}, {}
+
+    def nodes_page(self, items: Iterable[Obj]) -> None:
+        for o in items:
+            self._listing_nodes[_name(o)] = _shared(owned_labels(o.get("metadata") or {}))
+            if c := _clique(o):
+                self._listing_cliques[_name(o)] = c
+
+    def nodes_done(self) -> None:
+        fresh, cliques = self._listing_nodes, self._listing_cliques
+        self.nodes_start()
         with self._cond:
             self._node_labels = fresh
             self._clique = cliques
@@ -163,7 +193,7 @@ class Labeler:
                 self._clique[name] = clique
             else:
                 self._clique.pop(name, None)
-            have = owned_labels(obj.get("metadata") or {})
+            have = _shared(owned_labels(obj.get("metadata") or {}))
             self._node_labels[name] = have
             if have != self._wanted(name):
                 self._mark([name])
@@ -228,7 +258,7 @@ class Labeler:
         self.nodes.apply_labels(name, want)
         with self._cond:
             if self._node_labels is not None and name in self._node_labels:
-                self._node_labels[name] = dict(want)  # the watch event will say the same
+                self._node_labels[name] = _shared(dict(want))  # the watch event says the same
         outcome = "applied" if want else "removed"
         log.info("node labels", extra={"node": name, "outcome": outcome})
         return outcome
@@ -286,9 +316,21 @@ def _clique(obj: Obj) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(api.LABEL_GPU_CLIQUE) or "")
 
 
+_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+SETS_KEPT = 4096  # distinct label sets remembered; past this the table starts again
+
+
+def _shared(labels: dict[str, str]) -> dict[str, str]:
+    """The nodes of a pool want, and carry, the same labels: one dict for all of them (at 65,536
+    nodes a dict each is ~1 KB a node twice over). Never changed in place, so sharing is safe."""
+    if len(_SETS) >= SETS_KEPT:
+        _SETS.clear()  # only sharing is lost: dicts already handed out stay valid
+    return _SETS.setdefault(tuple(sorted(labels.items())), labels)
+
+
 def _status_labels(name: str, status: Mapping[str, Any] | None) -> dict[str, str] | None:
     try:
-        return wanted_labels(status)
+        return _shared(wanted_labels(status))
     except (WireError, ValueError) as err:
         log.warning(
             "unreadable GpuNodeStatus; labels left as they are",

@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common.cli import UsageError, os_error
 from common.logs import safe
+from common.memory import release_memory
 from webhook.admission import review as rv
 from webhook.admission.admit import Answer, admit
 from webhook.admission.jsoncodec import dumps
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 # wraps it with the request fields (and, for UPDATE, the old object too). 8 MiB holds a 1.5 MiB pod
 # that grows 2.5x in JSON, twice, with room for the envelope; a body is read only up to this limit.
 MAX_BODY = 8 * 1024 * 1024
+LARGE_BODY = 1024 * 1024  # a body past this is rare (a review is ~3 KB): trim after it
 READ_CHUNK = 256 * 1024
 JSON = "application/json"
 CACHE_KEY = web.AppKey("cache", FabricCache)
@@ -148,8 +150,12 @@ def mutate_handler(app: web.Application) -> Callable[[web.Request], Awaitable[we
         try:
             body = await read_body(request, MAX_BODY, limits.body_timeout)
         except BodyError as err:
+            release_memory()  # what was read of it: up to MAX_BODY
             return _bad(str(err), metrics)
         out = reply(body, cache, settings)
+        if len(body) > LARGE_BODY:  # its megabytes (and its parse) back to the system now
+            del body
+            release_memory()
         count(out.outcome, time.perf_counter() - started if out.status == 200 else None)
         if out.outcome in ("denied", "warned", "error"):
             log.info("admission", extra={"uid": out.uid, "outcome": out.outcome})

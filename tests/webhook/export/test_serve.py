@@ -10,6 +10,7 @@ import pytest
 from tests.webhook.export.fabrics import UUID
 from webhook.__main__ import main
 from webhook.fleet.cache import FabricCache
+from webhook.kube.watch import one_page
 from webhook.server.metrics import WebhookMetrics
 from webhook.wiring import Serving, add_cache_watches, add_export, add_labeler, add_network
 
@@ -46,10 +47,12 @@ def test_exporter_rides_on_the_labeler_lease_and_feeds() -> None:
     assert sorted(s.elected) == ["gpufabric-labeler"]
     assert exporter.sync() == 0  # not listed yet: nothing decided
     fab = {"clusterUuid": UUID, "cliqueId": 4}
-    s.statuses.listed(
-        [{"metadata": {"name": "gpu-1"}, "status": {"gpus": [{"index": 0, "fabric": fab}]}}]
+    one_page(
+        s.statuses,
+        [{"metadata": {"name": "gpu-1"}, "status": {"gpus": [{"index": 0, "fabric": fab}]}}],
     )
-    s.nodes.listed(
-        [{"metadata": {"name": "gpu-2", "labels": {"nvidia.com/gpu.clique": f"{UUID}.5"}}}]
+    one_page(
+        s.nodes,
+        [{"metadata": {"name": "gpu-2", "labels": {"nvidia.com/gpu.clique": f"{UUID}.5"}}}],
     )
     assert exporter.domains() == {"gpu-1": f"{UUID}.4", "gpu-2": f"{UUID}.5"}

@@ -26,7 +26,9 @@ def feed(fabric: FabricController, api_client: Any) -> dict[str, tuple[Any, Any,
         ("topology-parts", {"label": PART_LABEL}),
     ):
         lister, watcher = configmap_list_watch(api_client, NS, **selector)
-        items, version = lister()
+        pages = list(lister())  # the lister hands over one page at a time
+        items = [o for page in pages for o in page.items]
+        version = pages[-1].version
         fabric.configmaps(watch, items)
         out[watch] = (lister, watcher, version)
     return out

@@ -91,7 +91,9 @@ def test_node_list_watch_asks_for_metadata_pages_and_streams_events(
 ) -> None:
     state, api_client = stub
     lister, watcher = node_list_watch(api_client)
-    items, version = lister()
+    pages = list(lister())
+    items, version = [i for p in pages for i in p.items], pages[-1].version
+    assert [len(p.items) for p in pages] == [1, 1]  # each page handed on by itself
     assert [i["metadata"]["name"] for i in items] == ["n1", "n2"]
     assert version == "50"
     assert all("as=PartialObjectMetadataList" in accept for _, _, accept in state.requests)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.kube.watch import ListWatch, Obj
+from webhook.kube.watch import Gathered, ListWatch, Obj, Page
 
 
 class Outage:
@@ -34,11 +34,11 @@ class Outage:
     def wait(self, seconds: float) -> None:
         self.t += seconds
 
-    def lister(self) -> tuple[list[Obj], str]:
+    def lister(self) -> Iterable[Page]:
         if self.t < self.back_at:
             raise ConnectionRefusedError("[Errno 111] Connection refused")
         self.lists.append(self.t)
-        return [], "100"
+        return [Page([], "100")]
 
     def watcher(self, version: str) -> Iterable[Obj]:
         self.stop.set()  # one successful relist is what we measure
@@ -50,7 +50,7 @@ def run(outage: Outage, seed: int) -> ListWatch:
         "gpunodestatuses",
         outage.lister,
         outage.watcher,
-        on_list=lambda items: None,
+        on_list=Gathered(lambda items: None),
         on_event=lambda kind, obj: None,
         clock=outage.clock,
         rng=random.Random(seed),
@@ -99,17 +99,19 @@ def test_a_broken_watch_stream_relists_after_a_short_pause() -> None:
     lists: list[float] = []
     stop = threading.Event()
 
-    def lister() -> tuple[list[Any], str]:
+    def lister() -> list[Page]:
         lists.append(t[0])
         if len(lists) == 3:
             stop.set()
-        return [], "7"
+        return [Page([], "7")]
 
     def watcher(version: str) -> Iterable[Obj]:
         yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "8"}}}
         raise ConnectionResetError("connection reset by peer")
 
-    lw = ListWatch("t", lister, watcher, lambda i: None, lambda k, o: None, clock=lambda: t[0])
+    lw = ListWatch(
+        "t", lister, watcher, Gathered(lambda i: None), lambda k, o: None, clock=lambda: t[0]
+    )
     lw.run(stop, wait=lambda s: t.__setitem__(0, t[0] + s))
     assert lw.errors == 2
     assert all(b - a <= 1.0 for a, b in itertools.pairwise(lists))
@@ -121,7 +123,9 @@ async def test_readyz_stays_ready_but_names_a_stale_watch(aiohttp_client: Any) -
     from webhook.server.app import WATCHES_KEY, make_app
 
     now = [100.0]
-    lw = ListWatch("gpunodestatuses", lambda: ([], "1"), lambda v: iter(()), print, print)
+    lw = ListWatch(
+        "gpunodestatuses", lambda: [Page([], "1")], lambda v: iter(()), Gathered(print), print
+    )
     lw.clock = lambda: now[0]
     app = make_app(golden_cache(), Settings())
     app[WATCHES_KEY] = [lw]

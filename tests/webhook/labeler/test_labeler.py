@@ -10,7 +10,7 @@ from typing import Any
 from tests import reference
 from tests.webhook.helpers import golden_statuses
 from tests.webhook.node_fakes import NodeServer
-from webhook.kube.watch import Gone, ListWatch
+from webhook.kube.watch import Gone, ListWatch, Page, Paged
 from webhook.labeler.nodes import Labeler, owned_labels
 
 STATUSES = dict(golden_statuses())
@@ -208,8 +208,9 @@ def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> Non
     ]
     watched_from: list[str] = []
 
-    def lister() -> tuple[list[Any], str]:
-        return lists.pop(0) if lists else ([], "99")
+    def lister() -> list[Page]:
+        items, version = lists.pop(0) if lists else ([], "99")
+        return [Page(items, version)]
 
     def watcher(version: str) -> Iterable[Mapping[str, Any]]:
         watched_from.append(version)
@@ -222,7 +223,8 @@ def test_list_watch_relists_after_410_and_resumes_from_resource_version() -> Non
         stop.set()
         yield from ()
 
-    lw = ListWatch("t", lister, watcher, labeler.statuses_listed, labeler.status_event)
+    sink = Paged(labeler.statuses_start, labeler.statuses_page, labeler.statuses_done)
+    lw = ListWatch("t", lister, watcher, sink, labeler.status_event)
     lw.run(stop)
     converge(labeler, server)
     assert watched_from == ["10", "12", "30"]
