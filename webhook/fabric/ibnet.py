@@ -289,9 +289,11 @@ def _parse_topology(text: str) -> Dump:
                     first = _block_line(text, current_id)
                     msg = f"second block for {current_id} (first at line {first})"
                     raise SourceError(msg, no, raw)
-                blocks.extend(bytes(len(ids) - len(blocks)))
+                if current >= len(blocks):
+                    blocks.extend(bytes(len(ids) - len(blocks)))
                 blocks[current] = 1
-                declared, listed = int(nports), set()
+                declared = int(nports)
+                listed.clear()  # one set for every block: no allocation per HCA
                 current_switch = prefix == "S"
                 if current_switch:
                     portless[current] = no
