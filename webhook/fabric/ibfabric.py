@@ -38,9 +38,9 @@ def _join_by_guid(
             if owner.setdefault(g, name) != name:
                 problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
     ca_node: dict[int, str] = {}
-    extra = dump.port_guids
+    extra, ids = dump.port_guids, dump.ids
     for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
-        found = owner.get(dump.guid(ca))
+        found = owner.get(int(ids[ca][2:], 16))  # dump.guid(ca), inlined: once per HCA
         if found is None and ca in extra:
             found = next((owner[g] for g in extra[ca] if g in owner), None)
         if found is not None:
@@ -130,13 +130,17 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
         ca_node, join_problems = _join_by_guid(dump, nodes)
         problems += join_problems
     node_leaves: dict[str, dict[str, int]] = {}
-    for ca, node in ca_node.items():
+    host_switch, host_more = dump.host_switch, dump.host_more
+    for ca, node in ca_node.items():  # once per HCA: dump.switches_of inlined
         counts = node_leaves.get(node)
         if counts is None:
             counts = node_leaves[node] = {}
-        for number in dump.switches_of(ca):
-            name = names[number]
-            counts[name] = counts.get(name, 0) + 1
+        name = names[host_switch[ca]]
+        counts[name] = counts.get(name, 0) + 1
+        if ca in host_more:
+            for number in sorted(host_more[ca]):
+                name = names[number]
+                counts[name] = counts.get(name, 0) + 1
     groups = _rail_groups(node_leaves)
     leaf_of_switch = {}
     for group in groups.groups():
@@ -147,15 +151,18 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     unplaced: list[Unplaced] = []
     spread: list[tuple[str, str]] = []
     for node, reach in node_leaves.items():
+        domains = {leaf_of_switch[sw] for sw in reach}
+        if len(domains) == 1:  # the common case: every HCA in one leaf domain
+            members[domains.pop()].append(node)
+            continue
         per_domain: Counter[str] = Counter()
         for sw, count in reach.items():
             per_domain[leaf_of_switch[sw]] += count
         best = min(per_domain, key=lambda d: (-per_domain[d], natural_key(d)))
         members[best].append(node)
-        if len(per_domain) > 1:
-            where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
-            msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
-            spread.append((node, f"node {node}: {msg}"))
+        where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
+        msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
+        spread.append((node, f"node {node}: {msg}"))
     problems += [msg for _, msg in sorted(spread, key=lambda p: (natural_key(p[0]), p[0]))]
     for node in natural_sorted(set(nodes or ()) - set(node_leaves)):
         why = (

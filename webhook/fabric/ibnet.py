@@ -19,7 +19,7 @@ _NODE = re.compile(
 _PORT = re.compile(  # port numbers of up to 9 digits: a cable end is node << 32 | port
     r"^\[(\d{1,9})\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
     r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d{1,9})\](?:\[ext \d+\])?'
-    r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#.*)?$"
+    r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#|$)"  # a comment may follow: not scanned
 )
 _KEY = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=", re.IGNORECASE)
 _GROUPING = re.compile(r"^(Chassis\s|Non-Chassis Nodes|Switch Nodes|Ca Nodes)", re.IGNORECASE)
@@ -269,10 +269,13 @@ def _parse_topology(text: str) -> Dump:
                 if m and not dump.generated:
                     dump.generated = m.group(1).strip()
                 continue
-            if line.startswith(_KEYS) or _KEY.match(line) or _GROUPING.match(line):
+            if line.startswith(_KEYS):
                 started = True
                 continue
-            m = _NODE.match(line)
+            m = _NODE.match(line)  # before the rarer key spellings: no line is both
+            if m is None and (_KEY.match(line) or _GROUPING.match(line)):
+                started = True
+                continue
             if m:
                 started = True
                 kind, nports, prefix, guid, desc, _rest = m.groups()
@@ -286,9 +289,11 @@ def _parse_topology(text: str) -> Dump:
                     first = _block_line(text, current_id)
                     msg = f"second block for {current_id} (first at line {first})"
                     raise SourceError(msg, no, raw)
-                blocks.extend(bytes(len(ids) - len(blocks)))
+                if current >= len(blocks):
+                    blocks.extend(bytes(len(ids) - len(blocks)))
                 blocks[current] = 1
-                declared, listed = int(nports), set()
+                declared = int(nports)
+                listed.clear()  # one set for every block: no allocation per HCA
                 current_switch = prefix == "S"
                 if current_switch:
                     portless[current] = no
