@@ -264,7 +264,7 @@ class FabricController:
             return None, str(err), True
         try:
             if source is not None:
-                return derive(parts.text(source), source.key, guids), "", True
+                return derive(parts.text_chunks(source), source.key, guids), "", True
             if self.preset is not None:
                 return from_labels(self.preset, node_labels), "", False
         except parts.PartError as err:

@@ -8,7 +8,7 @@ parentheses are printed without zero padding, so every GUID is kept as an int.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from webhook.fabric.model import SourceError
@@ -31,6 +31,9 @@ _PDESC = re.compile(r"^'(.*?)'\s+-\s+'(.*)'$")
 _MANAGED_SWITCH = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # MF0;<hostname>:<model>/U1
 _KEYS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 _CHUNK = 1 << 20  # characters split into lines at a time
+# A dump as pieces that each end at a line end, read again from the start on each call: the
+# labeler streams a source of ConfigMap parts through the parse without holding its whole text.
+Chunks = Callable[[], Iterator[str]]
 _PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
 
 
@@ -159,12 +162,13 @@ def looks_like(text: str) -> str | None:
     return None
 
 
-def parse(text: str) -> Dump:
+def parse(text: str | Chunks) -> Dump:
     """The graph of the dump; SourceError naming the line for anything it cannot read."""
-    kind = looks_like(text)
+    src = chunked(text)
+    kind = looks_like(head(src))
     if kind is None:
         raise SourceError("not ibnetdiscover output: no Switch/Ca node line and no -p port line")
-    dump = _parse_ports(text) if kind == "ports" else _parse_topology(text)
+    dump = _parse_ports(src) if kind == "ports" else _parse_topology(src)
     if not any(nid[0] == "S" for nid in dump.ids):
         raise SourceError(
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
@@ -184,9 +188,30 @@ def _chunks(text: str) -> Iterator[str]:
         start = end
 
 
-def lines(text: str) -> Iterator[str]:
+def chunked(text: str | Chunks) -> Chunks:
+    """A dump given as text or as Chunks, as Chunks."""
+    if isinstance(text, str):
+        return lambda: _chunks(text)
+    return text
+
+
+def head(src: Chunks, size: int = 200_000) -> str:
+    """The first `size` characters or so (whole chunks): enough to tell the format."""
+    got: list[str] = []
+    pieces = src()
+    for chunk in pieces:
+        got.append(chunk)
+        if sum(map(len, got)) >= size:
+            break
+    close = getattr(pieces, "close", None)
+    if close is not None:
+        close()
+    return "".join(got)
+
+
+def lines(text: str | Chunks) -> Iterator[str]:
     """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
-    for chunk in _chunks(text):
+    for chunk in chunked(text)():
         yield from chunk.splitlines()
 
 
@@ -195,7 +220,7 @@ def _node_id(prefix: str, guid_hex: str) -> str:
     return prefix + "-" + guid_hex.lower() if len(guid_hex) == 16 else node_id(prefix, guid_hex)
 
 
-def _parse_topology(text: str) -> Dump:
+def _parse_topology(text: Chunks) -> Dump:
     dump = Dump("topology")
     index, ids, add, cables = dump.index, dump.ids, dump.add, dump.switch_cables
     switch_links, host_switch = dump.switch_links, dump.host_switch
@@ -213,7 +238,7 @@ def _parse_topology(text: str) -> Dump:
     listed: set[int] = set()  # the current block's ports so far
     port_match = _PORT.match
     no = 0
-    for chunk in _chunks(text):
+    for chunk in text():
         for raw in chunk.splitlines():
             no += 1
             line = raw.strip()
@@ -316,7 +341,7 @@ def _bad_port(node: str, port: str, declared: int, twice: bool) -> str:
 
 
 def _check_whole(
-    text: str,
+    text: Chunks,
     dump: Dump,
     pending: dict[int, int],
     blocks: bytearray,
@@ -353,7 +378,7 @@ def _check_whole(
         )
 
 
-def _block_line(text: str, node: str) -> int | None:
+def _block_line(text: Chunks, node: str) -> int | None:
     """The line of `node`'s first Switch/Ca line (only when reporting a problem)."""
     for no, raw in enumerate(lines(text), 1):
         m = _NODE.match(raw.strip())
@@ -362,7 +387,7 @@ def _block_line(text: str, node: str) -> int | None:
     return None
 
 
-def _line_of(text: str, node: str, port: str) -> int | None:
+def _line_of(text: Chunks, node: str, port: str) -> int | None:
     """The line of `node`'s block that lists `port` (only when reporting a problem)."""
     inside = False
     for no, raw in enumerate(lines(text), 1):
@@ -375,7 +400,7 @@ def _line_of(text: str, node: str, port: str) -> int | None:
     return None
 
 
-def _parse_ports(text: str) -> Dump:
+def _parse_ports(text: Chunks) -> Dump:
     dump = Dump("ports")
     started = False
     for no, raw in enumerate(lines(text), 1):

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import hashlib
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,6 +203,37 @@ def text(source: Source) -> str:
         return buf.decode("utf-8")
     except UnicodeDecodeError as err:
         raise PartError(f"{source.where}: not UTF-8 text (byte offset {err.start})") from None
+
+
+def text_chunks(source: Source) -> Callable[[], Iterator[str]]:
+    """The content as text in pieces that end at line ends, decoded again on each call: the
+    parse streams it, and only a problem's line is looked up by a second pass."""
+
+    def pieces() -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        carry, offset = "", 0
+        for piece in chunks(source):
+            try:
+                text = carry + decoder.decode(piece)
+            except UnicodeDecodeError as err:
+                raise PartError(
+                    f"{source.where}: not UTF-8 text (byte offset {offset + err.start})"
+                ) from None
+            offset += len(piece)
+            cut = text.rfind("\n") + 1
+            if cut:
+                yield text[:cut]
+            carry = text[cut:]
+        try:
+            carry += decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise PartError(
+                f"{source.where}: not UTF-8 text (it ends inside a character)"
+            ) from None
+        if carry:
+            yield carry
+
+    return pieces
 
 
 def _plain(parts: tuple[Part, ...]) -> Iterator[bytes]:

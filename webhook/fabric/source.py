@@ -35,8 +35,13 @@ def detect(text: str, name: str = "") -> str:
     )
 
 
-def derive(text: str, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
-    """The fabric described by `text`; `nodes` (node -> HCA GUIDs) joins an ibnetdiscover dump."""
+def derive(text: str | ibnet.Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
+    """The fabric described by `text`; `nodes` (node -> HCA GUIDs) joins an ibnetdiscover dump.
+    Given as Chunks, an ibnetdiscover dump is parsed as it streams (the other formats are small)."""
+    if not isinstance(text, str):
+        if detect(ibnet.head(text), name) == "ibnetdiscover":
+            return ibfabric.derive(ibnet.parse(text), nodes)
+        text = "".join(text())
     fmt = detect(text, name)
     if fmt == "ibnetdiscover":
         return ibfabric.derive(ibnet.parse(text), nodes)

@@ -37,7 +37,14 @@ def read(items: list[dict[str, Any]]) -> str:
     return parts.text(source)
 
 
-def labels(text: str, key: str) -> dict[str, dict[str, str]] | str:
+def stream(items: list[dict[str, Any]]) -> Any:
+    """The labeler's way: the parts decoded as the parse reads them (parts.text_chunks)."""
+    source = parts.assemble(p for o in items if (p := parts.part_of(o)))
+    assert source is not None
+    return parts.text_chunks(source)
+
+
+def labels(text: Any, key: str) -> dict[str, dict[str, str]] | str:
     """Each placed node's labels, or the error the source gets."""
     try:
         pos = Positions(derive(text, key))
@@ -63,6 +70,7 @@ def test_real_sources_read_back_from_parts_give_the_same_labels(path: Path) -> N
         items = cut(text, key, budget)
         assert read(items) == text
         assert labels(read(items), key) == want  # the same labels, or the same refusal
+        assert labels(stream(items), key) == want  # streamed: the same, line numbers included
         if len(text) > SMALL and budget == SMALL:
             assert all("binaryData" in o for o in items)
             assert len(items) >= len(gzip.compress(text.encode())) // SMALL
@@ -267,3 +275,25 @@ def test_plain_text_parts_and_their_digest() -> None:
     whole[0]["data"]["topology.conf"] = text.replace("b1", "b2")  # edited by hand, digest kept
     with pytest.raises(parts.PartError, match=r"does not match gpufabric\.io/topology-sha256"):
         read(whole)
+
+
+def test_streamed_text_splits_only_at_line_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoded a few bytes at a time, a character split between pieces and a CRLF still read
+    back whole, and every piece the parse gets ends at a line end."""
+    text = "".join(f'Switch 2 "S-{i:016x}" # "lèaf {i}"\r\n[1] "H-1"[1]\n' for i in range(40))
+    items = cut(text, "ibnetdiscover", 1000)  # gzip parts
+    assert all("binaryData" in o for o in items)
+    monkeypatch.setattr(parts, "_CHUNK", 7)
+    pieces = list(stream(items)())
+    assert "".join(pieces) == text
+    assert all(p.endswith("\n") for p in pieces) and len(pieces) > 10
+
+
+def test_streamed_text_that_is_not_utf8_names_the_source() -> None:
+    items = cut('Switch 2 "S-1"\n', "ibnetdiscover")
+    items[0]["data"]["ibnetdiscover"] = "x"  # a str: not reachable through the API as bad bytes
+    bad = base64.b64encode(gzip.compress(b"ok\n\xff\xfe\n")).decode()
+    items[0].pop("data")
+    items[0]["binaryData"] = {"ibnetdiscover.gz": bad}
+    with pytest.raises(parts.PartError, match="not UTF-8 text"):
+        list(stream(items)())
