@@ -17,7 +17,7 @@ from typing import Any
 from common import api
 from webhook.groups.names import LEVELS, Level, level_key
 from webhook.groups.order import LEAF as LEAF
-from webhook.groups.order import FabricOrder, Index
+from webhook.groups.order import FabricOrder, Index, Where
 from webhook.groups.order import fabric_order as fabric_order
 from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector, admitting
@@ -126,6 +126,7 @@ class _Tracked:
 class CapacityView:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
+        self._listing: dict[str, NodeInfo] = {}  # a node list in flight (start_nodes)
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
@@ -159,8 +160,26 @@ class CapacityView:
             self._changed()
 
     def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
-        self.nodes = {i.name: i for i in map(node_info, objs)}
-        self._fabric = FabricOrder({name: _where(i.labels) for name, i in self.nodes.items()})
+        self.start_nodes()
+        self.page_nodes(objs)
+        self.end_nodes()
+
+    def start_nodes(self) -> None:
+        """A node list begins (again): the view stays as it was until end_nodes, so a decision
+        between pages never sees half a list; only each node's NodeInfo is kept meanwhile."""
+        self._listing = {}
+
+    def page_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        for info in map(node_info, objs):
+            old = self.nodes.get(info.name)
+            self._listing[info.name] = old if old == info else info  # a relist shares the old
+
+    def end_nodes(self) -> None:
+        """The list is complete: the view holds exactly the nodes listed since start_nodes."""
+        self.nodes, self._listing = self._listing, {}
+        shared: dict[Where, Where] = {}  # nodes of a leaf without NVLink domain share one
+        where = {n: shared.setdefault(w := _where(i.labels), w) for n, i in self.nodes.items()}
+        self._fabric = FabricOrder(where)
         self._where = self._fabric.where
         self._eligible, self._tallies = {}, {}
         self._recount()
