@@ -9,6 +9,7 @@ never promised the same free GPUs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
         if t.get("effect") in ("NoSchedule", "NoExecute")
     )
     gpus = _quantity((status.get("allocatable") or {}).get(api.GPU_RESOURCE))
-    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, why)
+    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, sys.intern(why))
 
 
 def as_map(value: object) -> Mapping[str, Any]:
