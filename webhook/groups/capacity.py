@@ -17,6 +17,7 @@ from typing import Any
 
 from common import api
 from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.nodelabels import NodeLabels
 from webhook.groups.order import LEAF as LEAF
 from webhook.groups.order import FabricOrder, Index, Where
 from webhook.groups.order import fabric_order as fabric_order
@@ -53,7 +54,7 @@ def _quantity(value: object) -> int:
 
 def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels = NodeLabels({str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
     ready = next(
         (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
         None,
