@@ -27,7 +27,11 @@ def test_selectors_judge_it_as_the_dict() -> None:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["n1"]}]}
+                        {
+                            "matchExpressions": [
+                                {"key": HOSTNAME, "operator": "In", "values": ["n1"]}
+                            ]
+                        }
                     ]
                 }
             }
