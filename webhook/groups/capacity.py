@@ -9,6 +9,7 @@ never promised the same free GPUs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ from typing import Any
 
 from common import api
 from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.nodelabels import NodeLabels
 from webhook.groups.order import LEAF as LEAF
-from webhook.groups.order import FabricOrder, Index
+from webhook.groups.order import FabricOrder, Index, Where
 from webhook.groups.order import fabric_order as fabric_order
 from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector, admitting
@@ -52,7 +54,7 @@ def _quantity(value: object) -> int:
 
 def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels = NodeLabels({str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
     ready = next(
         (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
         None,
@@ -72,7 +74,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
         if t.get("effect") in ("NoSchedule", "NoExecute")
     )
     gpus = _quantity((status.get("allocatable") or {}).get(api.GPU_RESOURCE))
-    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, why)
+    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, sys.intern(why))
 
 
 def as_map(value: object) -> Mapping[str, Any]:
@@ -126,6 +128,7 @@ class _Tracked:
 class CapacityView:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
+        self._listing: dict[str, NodeInfo] = {}  # a node list in flight (start_nodes)
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
@@ -159,8 +162,26 @@ class CapacityView:
             self._changed()
 
     def replace_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
-        self.nodes = {i.name: i for i in map(node_info, objs)}
-        self._fabric = FabricOrder({name: _where(i.labels) for name, i in self.nodes.items()})
+        self.start_nodes()
+        self.page_nodes(objs)
+        self.end_nodes()
+
+    def start_nodes(self) -> None:
+        """A node list begins (again): the view stays as it was until end_nodes, so a decision
+        between pages never sees half a list; only each node's NodeInfo is kept meanwhile."""
+        self._listing = {}
+
+    def page_nodes(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        for info in map(node_info, objs):
+            old = self.nodes.get(info.name)
+            self._listing[info.name] = old if old == info else info  # a relist shares the old
+
+    def end_nodes(self) -> None:
+        """The list is complete: the view holds exactly the nodes listed since start_nodes."""
+        self.nodes, self._listing = self._listing, {}
+        shared: dict[Where, Where] = {}  # nodes of a leaf without NVLink domain share one
+        where = {n: shared.setdefault(w := _where(i.labels), w) for n, i in self.nodes.items()}
+        self._fabric = FabricOrder(where)
         self._where = self._fabric.where
         self._eligible, self._tallies = {}, {}
         self._recount()

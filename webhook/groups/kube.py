@@ -25,7 +25,7 @@ from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.kube.client import pages, watch_events
-from webhook.kube.watch import Gathered, Lister, ListWatch, Obj, Page, Watcher
+from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
 log = logging.getLogger(__name__)
 _TIMEOUT = 10
@@ -172,13 +172,21 @@ def run_placer(
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),
-            on_list=Gathered(lambda items: inbox.put(lambda: placer.nodes_listed(items))),
+            on_list=Paged(  # page by page: 65,536 slim Nodes are ~110 MiB gathered
+                lambda: inbox.put(placer.nodes_start),
+                lambda items: inbox.put(lambda: placer.nodes_page(items)),
+                lambda: inbox.put(placer.nodes_done),
+            ),
             on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
         ),
         ListWatch(
             "placer-pods",
             *core_list_watch(api_client, "pods", _LIVE),
-            on_list=Gathered(lambda items: inbox.put(lambda: placer.pods_listed(items))),
+            on_list=Paged(  # page by page: each pod kept as its record only
+                lambda: inbox.put(placer.pods_start),
+                lambda items: inbox.put(lambda: placer.pods_page(items)),
+                lambda: inbox.put(placer.pods_done),
+            ),
             on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
         ),
     ]

@@ -71,10 +71,23 @@ class Placer:
         self.dirty: set[GroupKey] = set()
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
         self._said: dict[tuple[GroupKey, str], tuple[str, float]] = {}  # last Event per reason
+        self._listing: dict[str, PodRecord] = {}  # a pod list in flight (pods_start)
 
     # -- inputs ------------------------------------------------------------------------------
     def nodes_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
-        self.view.replace_nodes(items)
+        self.nodes_start()
+        self.nodes_page(items)
+        self.nodes_done()
+
+    def nodes_start(self) -> None:
+        """A Node list, page by page (the view changes only at nodes_done)."""
+        self.view.start_nodes()
+
+    def nodes_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.view.page_nodes(items)
+
+    def nodes_done(self) -> None:
+        self.view.end_nodes()
         self.retry_all()
 
     def node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -87,12 +100,28 @@ class Placer:
             self.retry_all()
 
     def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
-        old = self.pods
-        self.pods, self.groups = {}, {}
+        self.pods_start()
+        self.pods_page(items)
+        self.pods_done()
+
+    def pods_start(self) -> None:
+        """A Pod list, page by page: only each pod's record is kept until pods_done applies them
+        all at once (as the whole list did)."""
+        self._listing = {}
+
+    def pods_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        for obj in items:
+            rec = pod_record(obj, 0.0)
+            self._listing[rec.uid] = rec
+
+    def pods_done(self) -> None:
+        old, listed, now = self.pods, self._listing, self.clock()
+        self.pods, self.groups, self._listing = {}, {}, {}
         self.view.reset_pods()
         self.preempt.index.reset()
-        for obj in items:
-            self._put(obj, old)
+        for rec in listed.values():
+            was = old.get(rec.uid)
+            self._keep(replace(rec, seen=was.seen if was is not None else now))
         self._repromise()
         self.retry_all()
 
@@ -124,6 +153,9 @@ class Placer:
         old = known.get(rec.uid)
         if old is not None:
             rec = replace(rec, seen=old.seen)
+        return self._keep(rec)
+
+    def _keep(self, rec: PodRecord) -> PodRecord:
         self.pods[rec.uid] = rec
         self.view.put_pod(rec.uid, rec.node, rec.gpus, rec.holds)
         if rec.holds and rec.gpus:

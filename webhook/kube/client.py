@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -47,13 +48,22 @@ def pages(fetch: Callable[[str | None], Any], slim: Callable[[Obj], Obj]) -> Ite
             raise
         data: Any = json.loads(response.data)
         meta = data.get("metadata") or {}
-        items = [slim(o) for o in data.get("items") or []]
+        items = [_named(slim(o)) for o in data.get("items") or []]
         del data, response
         yield Page(items, str(meta.get("resourceVersion", "")))
         del items  # handed on: not alive while the next page is decoded
         token = meta.get("continue")
         if not token:
             return
+
+
+def _named(obj: Obj) -> Obj:
+    """One string per object name: the cache, the labeler, the fabric controller and the placer
+    each key a node by it (at 65,536 nodes, ~60 B a copy)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and type(name := meta.get("name")) is str:
+        meta["name"] = sys.intern(name)
+    return obj
 
 
 def without_managed_fields(obj: Obj) -> Obj:

@@ -71,6 +71,12 @@ promise_ops = st.tuples(
 )
 tally_ops = st.tuples(st.just("tally"), st.integers(0, len(SELECTORS) - 1))
 relist_ops = st.tuples(st.sampled_from(("relist pods", "relist nodes")))
+paged_ops = st.tuples(  # a relist page by page, as run_placer feeds it
+    st.sampled_from(("paged pods", "paged nodes")),
+    st.integers(1, 5),  # page size
+    st.booleans(),  # a first try cut short (410 on continue): listed again from the start
+    st.integers(-1, NODES - 1),  # a node whose DELETED event was missed (-1: none)
+)
 
 
 def expected(view: CapacityView, pods: dict[str, tuple[str, int]], nodes: set[str]) -> Tally:
@@ -112,7 +118,11 @@ def admitted_now(view: CapacityView, s: Selector) -> set[str]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(node_ops, pod_ops, promise_ops, tally_ops, relist_ops), max_size=60))
+@given(
+    st.lists(
+        st.one_of(node_ops, pod_ops, promise_ops, tally_ops, relist_ops, paged_ops), max_size=60
+    )
+)
 def test_incremental_capacity_equals_a_recount(ops: list[tuple[Any, ...]]) -> None:
     placer = Placer(NoApi())
     nodes = {f"node-{i:04d}": a_node(i, 8, 4, "ab"[i % 2], "ok") for i in range(NODES)}
@@ -144,6 +154,26 @@ def test_incremental_capacity_equals_a_recount(ops: list[tuple[Any, ...]]) -> No
             promised = {}
         elif op[0] == "relist nodes":
             placer.nodes_listed(list(nodes.values()))
+        elif op[0] in ("paged pods", "paged nodes"):
+            _, size, cut, gone = op
+            if op[0] == "paged nodes":
+                nodes.pop(f"node-{gone:04d}", None)  # not listed: gone at the end
+                start, page, done = placer.nodes_start, placer.nodes_page, placer.nodes_done
+                items = list(nodes.values())
+            else:
+                start, page, done = placer.pods_start, placer.pods_page, placer.pods_done
+                items, promised = list(pod_objs.values()), {}
+            before = (dict(view.nodes), dict(view.bound), view.generation, dict(placer.pods))
+            start()
+            if cut:
+                page(items[:size])
+                start()
+            for k in range(0, len(items), size):
+                page(items[k : k + size])
+                # a decision between pages sees the view as it was before the list
+                assert (dict(view.nodes), dict(view.bound), view.generation, placer.pods) == before
+            done()
+            assert set(view.nodes) == set(nodes)
         elif op[0] == "promise":
             _, k, at, gpus = op
             uid = f"promise-{k}"

@@ -20,7 +20,7 @@ from tests import reference
 from tests.fakes.http import reply, start
 from tests.webhook.helpers import golden_statuses
 from webhook.fleet.cache import FabricCache
-from webhook.kube.client import custom_list_watch
+from webhook.kube.client import as_is, custom_list_watch, pages
 from webhook.kube.watch import ListWatch, Obj, listed
 
 WIRE = reference.WIRE / "watch"
@@ -155,3 +155,20 @@ def test_a_node_gone_since_the_last_node_list_stops_counting_when_the_list_ends(
     assert set(cache.nodes) == {"a"} and set(cache.absent) == {"b"}
     assert cache._labels is not None and cache._labels.names() == {"a"}
     assert cache._labels.get("a").shared == {"zone": "z2"}  # type: ignore[union-attr]
+
+
+def test_every_list_gives_one_string_per_object_name() -> None:
+    """Consumers key nodes by name: two lists (statuses, Nodes) must not keep two copies each."""
+
+    class Raw:
+        def __init__(self, names: list[str]) -> None:
+            items = [{"metadata": {"name": n}} for n in names]
+            self.data = json.dumps({"metadata": {}, "items": items}).encode()
+
+    def names(listed: Iterable[Any]) -> list[str]:
+        return [o["metadata"]["name"] for page in listed for o in page.items]
+
+    first = names(pages(lambda _: Raw(["node-a", "node-b"]), as_is))
+    again = names(pages(lambda _: Raw(["node-b", "node-a"]), as_is))
+    assert first == ["node-a", "node-b"]
+    assert first[0] is again[1] and first[1] is again[0]
