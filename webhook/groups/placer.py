@@ -23,11 +23,17 @@ from webhook.groups.choose import Member, Policy, Request, Waiting, decide
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
-from webhook.groups.preempt.index import Running
 from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.ranks import free_ranks
-from webhook.groups.records import PodRecord, disagreements, member_key, pod_record, pod_ref
+from webhook.groups.records import (
+    PodRecord,
+    as_running,
+    disagreements,
+    member_key,
+    pod_record,
+    pod_ref,
+)
 from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements, seat_words
 
 log = logging.getLogger(__name__)
@@ -159,21 +165,7 @@ class Placer:
         self.pods[rec.uid] = rec
         self.view.put_pod(rec.uid, rec.node, rec.gpus, rec.holds)
         if rec.holds and rec.gpus:
-            gang = (rec.namespace, rec.group.name) if rec.group is not None else None
-            leaving = not rec.member
-            self.preempt.index.put(
-                Running(
-                    rec.uid,
-                    rec.namespace,
-                    rec.name,
-                    rec.node,
-                    rec.gpus,
-                    rec.priority,
-                    gang,
-                    leaving,
-                    rec.grace,
-                )
-            )
+            self.preempt.index.put(as_running(rec))
         else:
             self.preempt.index.remove(rec.uid)
         if rec.group is not None:

@@ -10,6 +10,7 @@ from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
 from webhook.groups.capacity import pod_gpus
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
+from webhook.groups.preempt.index import Running
 from webhook.groups.selector import Selector, selector_of
 
 
@@ -102,3 +103,19 @@ def disagreements(recs: list[PodRecord]) -> list[str]:
 
 def pod_ref(rec: PodRecord) -> dict[str, Any]:
     return {"metadata": {"name": rec.name, "namespace": rec.namespace, "uid": rec.uid}}
+
+
+def as_running(rec: PodRecord) -> Running:
+    """A pod that holds GPUs, as the preemption index keeps it (a possible victim)."""
+    gang = (rec.namespace, rec.group.name) if rec.group is not None else None
+    return Running(
+        rec.uid,
+        rec.namespace,
+        rec.name,
+        rec.node,
+        rec.gpus,
+        rec.priority,
+        gang,
+        not rec.member,
+        rec.grace,
+    )

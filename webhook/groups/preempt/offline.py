@@ -9,9 +9,9 @@ from typing import Any
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import Member
 from webhook.groups.names import Level
-from webhook.groups.preempt.index import Running, RunningIndex
+from webhook.groups.preempt.index import RunningIndex
 from webhook.groups.preempt.victims import choose, describe
-from webhook.groups.records import pod_record
+from webhook.groups.records import as_running, pod_record
 
 
 def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningIndex:
@@ -22,20 +22,7 @@ def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningInd
         if not rec.holds or not rec.gpus:
             continue
         view.put_pod(rec.uid, rec.node, rec.gpus, True)
-        gang = (rec.namespace, rec.group.name) if rec.group is not None else None
-        index.put(
-            Running(
-                rec.uid,
-                rec.namespace,
-                rec.name,
-                rec.node,
-                rec.gpus,
-                rec.priority,
-                gang,
-                not rec.member,
-                rec.grace,
-            )
-        )
+        index.put(as_running(rec))
     return index
 
 
