@@ -8,10 +8,10 @@ parentheses are printed without zero padding, so every GUID is kept as an int.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from webhook.fabric.model import SourceError
+from webhook.fabric.textchunks import Chunks, chunked, head, lines
 
 _NODE = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
@@ -30,10 +30,6 @@ _PLINE = re.compile(
 _PDESC = re.compile(r"^'(.*?)'\s+-\s+'(.*)'$")
 _MANAGED_SWITCH = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # MF0;<hostname>:<model>/U1
 _KEYS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
-_CHUNK = 1 << 20  # characters split into lines at a time
-# A dump as pieces that each end at a line end, read again from the start on each call: the
-# labeler streams a source of ConfigMap parts through the parse without holding its whole text.
-Chunks = Callable[[], Iterator[str]]
 _PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
 
 
@@ -174,45 +170,6 @@ def parse(text: str | Chunks) -> Dump:
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
         )
     return dump
-
-
-def _chunks(text: str) -> Iterator[str]:
-    """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
-    pieces are the lines of `text.splitlines()`, without a list of every line of a 200 MB dump
-    (it would cost more than the dump itself)."""
-    start, size = 0, len(text)
-    while start < size:
-        end = text.find("\n", start + _CHUNK)
-        end = size if end < 0 else end + 1
-        yield text[start:end]
-        start = end
-
-
-def chunked(text: str | Chunks) -> Chunks:
-    """A dump given as text or as Chunks, as Chunks."""
-    if isinstance(text, str):
-        return lambda: _chunks(text)
-    return text
-
-
-def head(src: Chunks, size: int = 200_000) -> str:
-    """The first `size` characters or so (whole chunks): enough to tell the format."""
-    got: list[str] = []
-    pieces = src()
-    for chunk in pieces:
-        got.append(chunk)
-        if sum(map(len, got)) >= size:
-            break
-    close = getattr(pieces, "close", None)
-    if close is not None:
-        close()
-    return "".join(got)
-
-
-def lines(text: str | Chunks) -> Iterator[str]:
-    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
-    for chunk in chunked(text)():
-        yield from chunk.splitlines()
 
 
 def _node_id(prefix: str, guid_hex: str) -> str:

@@ -8,6 +8,7 @@ from common import yamlload
 from webhook.fabric import ibfabric, ibnet, slurm, static
 from webhook.fabric.join import NodeGuids
 from webhook.fabric.model import Fabric, SourceError
+from webhook.fabric.textchunks import Chunks, head
 
 KEYS = ("ibnetdiscover", "topology.conf", "topology.yaml", "nodes.yaml")  # ConfigMap keys (DESIGN)
 
@@ -35,11 +36,11 @@ def detect(text: str, name: str = "") -> str:
     )
 
 
-def derive(text: str | ibnet.Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
+def derive(text: str | Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
     """The fabric described by `text`; `nodes` (node -> HCA GUIDs) joins an ibnetdiscover dump.
     Given as Chunks, an ibnetdiscover dump is parsed as it streams (the other formats are small)."""
     if not isinstance(text, str):
-        if detect(ibnet.head(text), name) == "ibnetdiscover":
+        if detect(head(text), name) == "ibnetdiscover":
             return ibfabric.derive(ibnet.parse(text), nodes)
         text = "".join(text())
     fmt = detect(text, name)

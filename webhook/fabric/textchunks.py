@@ -1,0 +1,51 @@
+"""A large text as pieces that each end at a line end, read again from the start on each call.
+
+The labeler streams a source of ConfigMap parts through the ibnetdiscover parse this way, without
+holding its whole text (222 MB at 65,536 nodes); a problem's line number is found by a second pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+Chunks = Callable[[], Iterator[str]]
+_CHUNK = 1 << 20  # characters split into lines at a time
+
+
+def pieces(text: str) -> Iterator[str]:
+    """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
+    pieces are the lines of `text.splitlines()`, without a list of every line of a 200 MB dump
+    (it would cost more than the dump itself)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start + _CHUNK)
+        end = size if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def chunked(text: str | Chunks) -> Chunks:
+    """A dump given as text or as Chunks, as Chunks."""
+    if isinstance(text, str):
+        return lambda: pieces(text)
+    return text
+
+
+def head(src: Chunks, size: int = 200_000) -> str:
+    """The first `size` characters or so (whole chunks): enough to tell the format."""
+    got: list[str] = []
+    stream = src()
+    for chunk in stream:
+        got.append(chunk)
+        if sum(map(len, got)) >= size:
+            break
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+    return "".join(got)
+
+
+def lines(text: str | Chunks) -> Iterator[str]:
+    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
+    for chunk in chunked(text)():
+        yield from chunk.splitlines()
