@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 
 from kubernetes import client
 
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 
 Obj = dict[str, Any]
 
@@ -143,11 +143,5 @@ def serving(api: ConfigMapApi) -> Iterator[client.ApiClient]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
-        yield client.ApiClient(cfg)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with api_client(Handler) as served:
+        yield served

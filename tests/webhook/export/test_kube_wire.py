@@ -11,9 +11,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from kubernetes import client
 
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 from webhook.export.controller import ExportError
 from webhook.export.kinds import KINDS
 from webhook.export.kube import KubeExportApi
@@ -80,12 +79,8 @@ def server() -> Iterator[tuple[KubeExportApi, list[dict[str, Any]]]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield KubeExportApi(client.ApiClient(cfg)), seen
-    httpd.shutdown()
-    httpd.server_close()
+    with api_client(Handler) as api:
+        yield KubeExportApi(api), seen
 
 
 def test_served_version_is_the_first_that_lists(server: tuple[KubeExportApi, list[Any]]) -> None:
@@ -161,14 +156,8 @@ def test_served_kueue_version_is_the_newest_per_release(release: str, expected: 
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
-        assert KubeExportApi(client.ApiClient(cfg)).served(KINDS["kueue"]) == expected
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with api_client(Handler) as api:
+        assert KubeExportApi(api).served(KINDS["kueue"]) == expected
     newest_first = ["v1beta2", "v1beta1", "v1alpha1"]
     looked = newest_first[: newest_first.index(expected) + 1] if expected else newest_first
     assert asked == [f"/apis/kueue.x-k8s.io/{v}/topologies" for v in looked]

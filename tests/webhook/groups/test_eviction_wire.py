@@ -9,9 +9,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.kube import KubePlacerApi
@@ -34,12 +33,8 @@ def server() -> Iterator[tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield KubePlacerApi(client.ApiClient(cfg)), fake, seen
-    httpd.shutdown()
-    httpd.server_close()
+    with api_client(Handler) as api:
+        yield KubePlacerApi(api), fake, seen
 
 
 def test_eviction_goes_through_the_eviction_api_and_reads_each_answer(

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from common import api
 from tests import reference
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 from tests.webhook.helpers import golden_statuses
 from webhook.fleet.cache import FabricCache
 from webhook.kube.client import as_is, custom_list_watch, pages
@@ -74,12 +74,8 @@ def served() -> Iterator[tuple[Server, client.ApiClient]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield state, client.ApiClient(cfg)
-    httpd.shutdown()
-    httpd.server_close()
+    with api_client(Handler) as api:
+        yield state, api
 
 
 def test_a_status_list_reaches_its_sink_one_page_at_a_time(

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from agent.kube import watch_node
 from tests import reference
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 from webhook.groups.kube import _LIVE, core_list_watch
 from webhook.groups.slim import slim_pod
 from webhook.kube.client import node_list_watch
@@ -74,12 +74,8 @@ def stub() -> Iterator[tuple[Stub, client.ApiClient]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield state, client.ApiClient(cfg)
-    httpd.shutdown()
-    httpd.server_close()
+    with api_client(Handler) as api:
+        yield state, api
 
 
 def line(kind: str, obj: dict[str, Any]) -> bytes:

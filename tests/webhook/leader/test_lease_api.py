@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from tests import reference
-from tests.fakes.http import reply, start
+from tests.fakes.http import api_client, reply
 from webhook.leader import Conflict, Lease, LeaseError
 from webhook.leader.kube import KubeLeaseApi
 
@@ -51,12 +51,8 @@ def server() -> Iterator[tuple[KubeLeaseApi, list[dict[str, Any]]]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = start(Handler)
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield KubeLeaseApi(client.ApiClient(cfg), "gpufabric-system"), seen
-    httpd.shutdown()
-    httpd.server_close()
+    with api_client(Handler) as api:
+        yield KubeLeaseApi(api, "gpufabric-system"), seen
 
 
 def test_lease_api_speaks_the_captured_protocol(
