@@ -195,14 +195,8 @@ def chunks(source: Source) -> Iterator[bytes]:
 
 
 def text(source: Source) -> str:
-    """The whole content as text (the parsers read text); one copy of the bytes at a time."""
-    buf = bytearray()
-    for piece in chunks(source):
-        buf += piece
-    try:
-        return buf.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise PartError(f"{source.where}: not UTF-8 text (byte offset {err.start})") from None
+    """The whole content as text (offline; the labeler streams it with text_chunks)."""
+    return "".join(text_chunks(source)())
 
 
 def text_chunks(source: Source) -> Callable[[], Iterator[str]]:
@@ -211,25 +205,24 @@ def text_chunks(source: Source) -> Callable[[], Iterator[str]]:
 
     def pieces() -> Iterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8")()
-        carry, offset = "", 0
-        for piece in chunks(source):
+        carry, offset = "", 0  # offset: bytes handed to the decoder so far
+
+        def decoded(data: bytes, final: bool = False) -> str:
+            held = len(decoder.getstate()[0])  # bytes of a character begun in the last piece
             try:
-                text = carry + decoder.decode(piece)
+                return decoder.decode(data, final)
             except UnicodeDecodeError as err:
-                raise PartError(
-                    f"{source.where}: not UTF-8 text (byte offset {offset + err.start})"
-                ) from None
+                at = offset - held + err.start
+                raise PartError(f"{source.where}: not UTF-8 text (byte offset {at})") from None
+
+        for piece in chunks(source):
+            text = carry + decoded(piece)
             offset += len(piece)
             cut = text.rfind("\n") + 1
             if cut:
                 yield text[:cut]
             carry = text[cut:]
-        try:
-            carry += decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            raise PartError(
-                f"{source.where}: not UTF-8 text (it ends inside a character)"
-            ) from None
+        carry += decoded(b"", final=True)
         if carry:
             yield carry
 
