@@ -58,8 +58,8 @@ class FabricController:
         self._now = now
         self._lock = threading.Lock()
         self._parts = Inbox()  # the topology ConfigMaps, kept as the API gives them (compressed)
-        # Sorted tuples, not frozensets: a third of the memory at 65,536 nodes (a set only while
-        # the fabric is derived).
+        # Packed 8 bytes a GUID, not frozensets: far less memory at 65,536 nodes (a set only
+        # while the fabric is derived).
         self._guids: dict[str, bytes] = {}
         self._node_labels: dict[str, dict[str, str]] = {}
         self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
@@ -181,13 +181,16 @@ class FabricController:
                 return False, self.body()
             again, self._dirty, self._nvlink_dirty = self._dirty, False, False
             self._republish = False
-            found = self._parts.parts()
-            guids = {n: _unpacked(g) for n, g in self._guids.items()}
-            node_labels = dict(self._node_labels)
+            # Copies of the inputs only when the fabric is derived again (not for an NVLink-only
+            # change); the GUIDs are unpacked after the lock is let go.
+            found = self._parts.parts() if again else []
+            packed = dict(self._guids) if again else {}
+            node_labels = dict(self._node_labels) if again else {}
             domains = self._domains()
-        fabric, error, configured = (
-            self._derive(found, guids, node_labels) if again else (None, "", False)
-        )
+        fabric, error, configured = (None, "", False)
+        if again:
+            guids = {n: _unpacked(g) for n, g in packed.items()}
+            fabric, error, configured = self._derive(found, guids, node_labels)
         with self._lock:
             old = self._positions
             if fabric is not None:
