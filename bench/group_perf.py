@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from group_sim import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import Member, Placed, Request, decide
+from webhook.groups.choose import decide
+from webhook.groups.decision import Member, Placed, Request
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
 from webhook.groups.seating import seat_new

@@ -67,7 +67,8 @@ sys.path.insert(0, str(ROOT))
 from rings import Ring, ring  # noqa: E402  (bench/, beside this script)
 
 from webhook.groups.capacity import CapacityView  # noqa: E402
-from webhook.groups.choose import Member, Placed, Request, decide  # noqa: E402
+from webhook.groups.choose import decide  # noqa: E402
+from webhook.groups.decision import Member, Placed, Request  # noqa: E402
 from webhook.groups.inside import fewest_possible  # noqa: E402
 from webhook.groups.names import level_key  # noqa: E402
 from webhook.groups.seating import seat_assignments, seat_new  # noqa: E402

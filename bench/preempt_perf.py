@@ -29,7 +29,8 @@ from typing import Any
 from group_perf import NullApi
 from group_sim import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import Member, Request, Waiting, chosen_level, decide
+from webhook.groups.choose import chosen_level, decide
+from webhook.groups.decision import Member, Request, Waiting
 from webhook.groups.placer import Placer
 from webhook.groups.preempt.victims import choose
 

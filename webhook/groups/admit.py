@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from webhook.groups.capacity import as_map
 from webhook.groups.indexes import direct_problem, ident_of
 from webhook.groups.names import (
     ANN_GROUP,
@@ -31,6 +30,7 @@ from webhook.groups.names import (
     choice,
     escape_key,
 )
+from webhook.groups.objects import as_map
 from webhook.groups.ranks import member_env
 
 # A label value: at most 63 characters, alphanumerics at both ends, -_. inside (apimachinery).

@@ -9,15 +9,14 @@ never promised the same free GPUs.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from common import api
 from webhook.groups.names import LEVELS, Level, level_key
-from webhook.groups.nodelabels import NodeLabels
+from webhook.groups.objects import NodeInfo, node_info
+from webhook.groups.objects import pod_gpus as pod_gpus  # re-exported for webhook/admission
 from webhook.groups.order import LEAF as LEAF
 from webhook.groups.order import FabricOrder, Index, Where
 from webhook.groups.order import fabric_order as fabric_order
@@ -27,84 +26,6 @@ from webhook.groups.tally import Tally
 
 _MEMO_LIMIT = 512  # distinct pod shapes whose eligible nodes are kept
 _TALLY_LIMIT = 8  # distinct constraint sets (other than "every usable node") tallied per domain
-
-
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    """Only what placement reads, so a heartbeat-only Node update compares equal."""
-
-    name: str
-    labels: Mapping[str, str]
-    gpus: int  # allocatable nvidia.com/gpu
-    taints: tuple[Mapping[str, Any], ...]
-    why_not: str  # "" when the node may take new pods
-
-    @property
-    def usable(self) -> bool:
-        return not self.why_not
-
-
-def _quantity(value: object) -> int:
-    """An extended resource quantity is an integer; anything else counts as none."""
-    text = str(value).strip() if value is not None else ""
-    if text.endswith("k") and text[:-1].isdigit():
-        return int(text[:-1]) * 1000
-    return int(text) if text.isdigit() else 0
-
-
-def node_info(obj: Mapping[str, Any]) -> NodeInfo:
-    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    labels = NodeLabels({str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
-    ready = next(
-        (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
-        None,
-    )
-    why = ""
-    if meta.get("deletionTimestamp"):
-        why = "being deleted"
-    elif spec.get("unschedulable"):
-        why = "unschedulable (cordoned)"
-    elif ready != "True":
-        why = f"not Ready (Ready={ready or 'unknown'})"
-    elif labels.get(api.LABEL_FABRIC_HEALTH) == "degraded":
-        why = f"{api.LABEL_FABRIC_HEALTH}=degraded"
-    taints = tuple(
-        {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
-        for t in spec.get("taints") or []
-        if t.get("effect") in ("NoSchedule", "NoExecute")
-    )
-    gpus = _quantity((status.get("allocatable") or {}).get(api.GPU_RESOURCE))
-    return NodeInfo(str(meta.get("name", "")), labels, gpus, taints, sys.intern(why))
-
-
-def as_map(value: object) -> Mapping[str, Any]:
-    """value if it is a mapping, else an empty one (fields of a pod or node read without guards).
-    A decoded review holds plain dicts: `type is dict` spares the ABC check (admission runs it)."""
-    return value if type(value) is dict or isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list):
-        return []
-    return [c for c in value if type(c) is dict or isinstance(c, Mapping)]
-
-
-def pod_gpus(spec: Mapping[str, Any]) -> int:
-    """GPUs the scheduler reserves for a pod: containers summed, init containers at their max.
-    Malformed parts count as none (admission reports them; this must not crash on them)."""
-
-    def one(c: Mapping[str, Any]) -> int:
-        res = as_map(c.get("resources"))
-        value = as_map(res.get("requests")).get(api.GPU_RESOURCE)
-        if value is None:  # extended resources: the request defaults to the limit
-            value = as_map(res.get("limits")).get(api.GPU_RESOURCE)
-        return _quantity(value)
-
-    inits = _list(spec.get("initContainers"))
-    main = sum(one(c) for c in _list(spec.get("containers")))
-    init = [one(c) for c in inits if c.get("restartPolicy") != "Always"]
-    sidecars = sum(one(c) for c in inits if c.get("restartPolicy") == "Always")
-    return max([main + sidecars, *init])
 
 
 def _where(labels: Mapping[str, str]) -> tuple[str | None, ...]:

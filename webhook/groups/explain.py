@@ -7,19 +7,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.groups.admit import parse_group
-from webhook.groups.capacity import CapacityView, pod_gpus
-from webhook.groups.choose import (
-    NO_LABELS,
-    NO_NVLINK,
-    Member,
-    Placed,
-    Request,
-    candidates,
-    chosen_level,
-    decide,
-)
+from webhook.groups.capacity import CapacityView
+from webhook.groups.choose import NO_LABELS, NO_NVLINK, candidates, chosen_level, decide
+from webhook.groups.decision import Member, Placed, Request
 from webhook.groups.inside import fewest_possible
 from webhook.groups.names import NVLINK_LEVEL
+from webhook.groups.objects import pod_gpus
 from webhook.groups.preempt.offline import preemption_line, running, waiting_lines
 from webhook.groups.seating import rank_runs, seat_new
 from webhook.groups.selector import selector_of

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member, pack
+from webhook.groups.decision import Member
+from webhook.groups.fit import pack
 from webhook.groups.names import LEVELS, Level
 from webhook.groups.ranks import Lowest
 

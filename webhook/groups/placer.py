@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member, Policy, Request, Waiting, decide
+from webhook.groups.choose import decide
+from webhook.groups.decision import Member, Policy, Request, Waiting
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
-from webhook.groups.capacity import pod_gpus
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
+from webhook.groups.objects import pod_gpus
 from webhook.groups.preempt.index import Running
 from webhook.groups.selector import Selector, selector_of
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.groups.capacity import CapacityView, fabric_order
-from webhook.groups.choose import Assignment, Member, Placed, Policy, Request, Waiting, decide, pack
+from webhook.groups.choose import decide
+from webhook.groups.decision import Assignment, Member, Placed, Policy, Request, Waiting
+from webhook.groups.fit import pack
 from webhook.groups.inside import fewest
 from webhook.groups.names import LEVELS, Level, level_key
 from webhook.groups.ranks import Lowest, Slot, homes, lowest, neighbours, seat
@@ -24,7 +26,7 @@ from webhook.kube.nodeselector import required_terms
 class Seat:
     member: str
     rank: int | None  # None: the member takes no rank (an MPI launcher without GPUs)
-    level: Level | None  # the group's level and domain, as choose.Assignment
+    level: Level | None  # the group's level and domain, as decision.Assignment
     domain: str
     node: str  # where the GPUs are promised
     hold: Lowest | None  # the member's own lowest domain (None: no network labels)

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from tests.webhook.groups.fabric import fabric, node
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member, Placed, Request, Waiting, candidates, decide
+from webhook.groups.choose import candidates, decide
+from webhook.groups.decision import Member, Placed, Request, Waiting
 from webhook.groups.names import LEVELS, level_key
 from webhook.groups.selector import selector_of
 

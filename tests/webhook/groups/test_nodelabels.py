@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webhook.groups.capacity import node_info
 from webhook.groups.nodelabels import HOSTNAME, NodeLabels
+from webhook.groups.objects import node_info
 from webhook.groups.selector import selector_of
 
 

@@ -6,7 +6,7 @@ import random
 
 from tests.webhook.groups.fabric import fabric
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member
+from webhook.groups.decision import Member
 from webhook.groups.preempt.index import Running, RunningIndex
 from webhook.groups.preempt.victims import choose
 from webhook.groups.selector import selector_of

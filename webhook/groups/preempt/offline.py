@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member
+from webhook.groups.decision import Member
 from webhook.groups.names import Level
 from webhook.groups.preempt.index import RunningIndex
 from webhook.groups.preempt.victims import choose, describe

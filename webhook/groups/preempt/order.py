@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Request, chosen_level
+from webhook.groups.choose import chosen_level
+from webhook.groups.decision import Request
 from webhook.groups.names import LEVELS, Level
 
 OrderKey = tuple[int, str, str]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member
+from webhook.groups.decision import Member
 from webhook.groups.names import Level
 from webhook.groups.preempt.index import GangKey, RunningIndex
 from webhook.groups.preempt.victims import Plan, choose, closest, describe

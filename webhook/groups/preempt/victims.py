@@ -14,7 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import Member, demand, pack
+from webhook.groups.decision import Member
+from webhook.groups.fit import demand, pack
 from webhook.groups.names import LEVELS, Level
 from webhook.groups.preempt.index import Ladder, Running, RunningIndex
 
