@@ -13,7 +13,8 @@ import argparse
 import statistics
 import time
 
-from group_sim import FABRICS, job_stream, simulate
+from group_sim import simulate
+from group_workload import FABRICS, job_stream
 
 
 def cmd_inside(args: argparse.Namespace) -> None:

@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from group_perf import NullApi
-from group_sim import ANY, FABRICS, node_objs, pct
+from group_sim import pct
+from group_workload import ANY, FABRICS, node_objs
 
 from webhook.groups.choose import chosen_level, decide
 from webhook.groups.decision import Member, Request, Waiting
