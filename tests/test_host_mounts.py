@@ -24,7 +24,7 @@ from agent.host import HostReader
 from agent.nvml import SnapshotNvml
 from agent.probe import ProbeConfig, probe_node
 from tests.conftest import FIXED_NOW, FIXTURES
-from tests.test_manifests import INSTALLS, find, render
+from tests.manifests import INSTALLS, find, render
 
 MUST_EXIST = {"Directory", "File", "Socket", "CharDevice", "BlockDevice"}
 # Present on every Linux node a GPU agent runs on (systemd-udevd included).

@@ -18,8 +18,8 @@ import kubernetes_validate
 import yaml
 
 from common import api
+from tests.manifests import K8S_VERSION, find, ingress_allows, kustomize, render
 from tests.test_host_mounts import pod_templates
-from tests.test_manifests import K8S_VERSION, find, ingress_allows, kustomize, render
 from webhook.fabric.levels import NETWORK_LABELS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,7 +1,8 @@
 """The opt-in `monitoring` component and the Grafana dashboard: the Prometheus Operator objects render
 and find the pods and ports that serve /metrics, every alert expression names only series the agent
 and the webhook export (with their labels), docs/metrics.md lists exactly the alerts the rule has,
-and the dashboard has the group-placement and watch-staleness rows."""
+the dashboard has the group-placement and watch-staleness rows, and the dashboard and docs/metrics.md
+name only metrics the code exports."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client import generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
 from agent.metrics import AgentMetrics
-from tests.test_manifests import DAEMONSET, ROOT, find, kustomize, render, selects
+from tests.manifests import DAEMONSET, ROOT, find, kustomize, render, selects
 from webhook.server.metrics import WebhookMetrics
 
 # Labels Prometheus adds to every series of a ServiceMonitor/PodMonitor target.
@@ -218,3 +220,36 @@ def test_the_dashboard_has_the_group_placement_and_staleness_rows() -> None:
     )
     assert "gpufabric_webhook_watch_stale_seconds" in stale
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
+
+
+def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
+    agent, hook = AgentMetrics(), WebhookMetrics()
+    agent.condition.labels(type="FabricHealthy").set(1)
+    agent.applies.labels(outcome="applied").inc()
+    hook.admissions.count("mutated", 0.001)
+    hook.labeler_applies.labels(outcome="applied").inc()
+    hook.watch_stale.labels(watch="nodes").set(0)
+    hook.leader.labels(lease="gpufabric-labeler").set(1)
+    hook.decided("leaf", "placed", 0.001)
+    hook.group_free_gpus.labels(level="leaf").set(8)
+    hook.group_fragmentation.labels(level="leaf").set(0.5)
+    hook.group_waiting_priority.labels(priority="100").set(1)
+    exported = (generate_latest(agent.registry) + generate_latest(hook.registry)).decode()
+    names = set(
+        re.findall(
+            r"^(gpufabric_[a-z_]+?)(?:_bucket|_count|_sum|_total|_created)?[{ ]", exported, re.M
+        )
+    )
+    names |= {n + "_total" for n in names} | {n + "_bucket" for n in names}
+    dash = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    used = {
+        m
+        for p in dash["panels"]
+        for t in p.get("targets", [])  # rows have none
+        for m in re.findall(r"gpufabric_[a-z_]+", t["expr"])
+    }
+    assert used and used <= names, used - names
+    documented = set(
+        re.findall(r"`(gpufabric_[a-z_]+)", (ROOT / "docs" / "metrics.md").read_text())
+    )
+    assert documented <= names, documented - names

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.manifests import DAEMONSET, INSTALLS, ROOT, find, kustomize, render
 from tests.test_host_mounts import pod_templates
-from tests.test_manifests import DAEMONSET, INSTALLS, ROOT, find, kustomize, render
 
 VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 IMAGES = {"gpufabric-agent", "gpufabric-webhook"}

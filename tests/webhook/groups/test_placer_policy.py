@@ -10,7 +10,7 @@ import celpy
 import jsonpatch
 import pytest
 
-from tests.test_manifests import find, render
+from tests.manifests import find, render
 from tests.webhook.groups.fabric import gpu_pod
 from webhook.groups.enforce import place_ops
 
