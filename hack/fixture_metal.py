@@ -1,6 +1,7 @@
 """Bare-metal fixture hosts for make_fixtures.py (HGX H100 and its variants, an ASUS ESC8000A
 PCIe server, a CPU-only server), laid out in sysfs from published lspci, ibstat and nvidia-smi
-dumps and hwloc's sysfs snapshot.
+dumps and hwloc's sysfs snapshot. OCI's bare-metal shape comes from its NCCL topology file, in
+fixture_vms.py.
 """
 
 from __future__ import annotations
