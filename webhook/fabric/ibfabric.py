@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from itertools import chain, repeat
 
 from webhook.fabric.build import UnionFind, spines_from_parents
 from webhook.fabric.ibnet import Dump, switch_name
@@ -31,20 +32,32 @@ def _names(dump: Dump) -> dict[int, str]:
 def _join_by_guid(
     dump: Dump, nodes: Mapping[str, frozenset[int]]
 ) -> tuple[dict[int, str], list[str]]:
-    owner: dict[int, str] = {}
+    owner = dict(
+        zip(
+            chain.from_iterable(nodes.values()),
+            chain.from_iterable(repeat(name, len(guids)) for name, guids in nodes.items()),
+            strict=True,
+        )
+    )
     problems = []
-    for name, guids in nodes.items():
-        for g in guids:
-            if owner.setdefault(g, name) != name:
-                problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
-    ca_node: dict[int, str] = {}
-    extra, ids = dump.port_guids, dump.ids
-    for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
-        found = owner.get(int(ids[ca][2:], 16))  # dump.guid(ca), inlined: once per HCA
-        if found is None and ca in extra:
-            found = next((owner[g] for g in extra[ca] if g in owner), None)
-        if found is not None:
-            ca_node[ca] = found
+    if len(owner) < sum(map(len, nodes.values())):  # a GUID claimed twice: name both
+        owner = {}
+        for name, guids in nodes.items():
+            for g in guids:
+                if owner.setdefault(g, name) != name:
+                    problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
+    # Only hosts cabled to a switch can be placed: their node GUIDs, then their port GUIDs.
+    hosts = list(dump.host_switch)
+    ca_node = {
+        ca: found
+        for ca, found in zip(hosts, map(owner.get, dump.guids_of(hosts)), strict=True)
+        if found is not None
+    }
+    for ca, extra in dump.port_guids.items():
+        if ca not in ca_node and ca in dump.host_switch:
+            found = next((owner[g] for g in extra if g in owner), None)
+            if found is not None:
+                ca_node[ca] = found
     return ca_node, problems
 
 
@@ -129,18 +142,23 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     else:
         ca_node, join_problems = _join_by_guid(dump, nodes)
         problems += join_problems
-    node_leaves: dict[str, dict[str, int]] = {}
+    # (node, leaf switch) -> HCAs: counted without a line of Python per HCA.
     host_switch, host_more = dump.host_switch, dump.host_more
-    for ca, node in ca_node.items():  # once per HCA: dump.switches_of inlined
+    cabled = Counter(
+        zip(
+            ca_node.values(),
+            map(names.__getitem__, map(host_switch.__getitem__, ca_node)),
+            strict=True,
+        )
+    )
+    for ca in host_more.keys() & ca_node.keys():
+        cabled.update((ca_node[ca], names[number]) for number in host_more[ca])
+    node_leaves: dict[str, dict[str, int]] = {}
+    for (node, name), count in cabled.items():
         counts = node_leaves.get(node)
         if counts is None:
             counts = node_leaves[node] = {}
-        name = names[host_switch[ca]]
-        counts[name] = counts.get(name, 0) + 1
-        if ca in host_more:
-            for number in sorted(host_more[ca]):
-                name = names[number]
-                counts[name] = counts.get(name, 0) + 1
+        counts[name] = count
     groups = _rail_groups(node_leaves)
     leaf_of_switch = {}
     for group in groups.groups():
@@ -198,13 +216,18 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     tiers, level = _tiers({switch_of_name[sw] for leaf in leaves for sw in leaf.switches}, links)
     parents: dict[str, set[str]] = defaultdict(set)
     peers = []
+    leaf_level = {sw for sw, at in level.items() if at == 0}
+    spine_level = {sw for sw, at in level.items() if at == 1}
     for leaf in leaves:
-        for sw in leaf.switches:
-            for peer in links.get(switch_of_name[sw], ()):
-                if level.get(peer) == 1:
-                    parents[leaf.id].add(names[peer])
-                elif level.get(peer) == 0 and leaf_of_switch.get(names[peer], leaf.id) != leaf.id:
+        up: set[int] = set()
+        for sw in leaf.switches:  # set operations: no line of Python per cable
+            linked = links.get(switch_of_name[sw], set())
+            up |= linked & spine_level
+            for peer in linked & leaf_level:
+                if leaf_of_switch.get(names[peer], leaf.id) != leaf.id:
                     peers.append((leaf.id, leaf_of_switch[names[peer]]))
+        if up:
+            parents[leaf.id] |= {names[p] for p in up}
     unreached = sum(1 for sw in names if sw not in level)
     if unreached:
         problems.append(f"{unreached} switch(es) are not connected to any leaf that holds a node")
@@ -227,7 +250,7 @@ def _tiers(
     frontier = list(leaf_ids)
     counts = [len(frontier)] if frontier else []
     while frontier:
-        nxt = {p for sw in frontier for p in links.get(sw, ()) if p not in level}
+        nxt = set().union(*map(links.get, frontier, repeat(set()))) - level.keys()
         for sw in nxt:
             level[sw] = len(counts)
         if nxt:

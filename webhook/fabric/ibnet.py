@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from webhook.fabric.model import SourceError
-from webhook.fabric.textchunks import Chunks, chunked, head, lines
+from webhook.fabric.textchunks import Chunks, chunked, head, lines, split
 
 _NODE = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
@@ -19,7 +19,7 @@ _NODE = re.compile(
 _PORT = re.compile(  # port numbers of up to 9 digits: a cable end is node << 32 | port
     r"^\[(\d{1,9})\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
     r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d{1,9})\](?:\[ext \d+\])?'
-    r"(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#|$)"  # a comment may follow: not scanned
+    r"(?:\s*\(([0-9a-fA-F]{1,16})\))?\s*(?:#|$)"  # a comment may follow: not scanned
 )
 _KEY = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=", re.IGNORECASE)
 _GROUPING = re.compile(r"^(Chassis\s|Non-Chassis Nodes|Switch Nodes|Ca Nodes)", re.IGNORECASE)
@@ -58,7 +58,6 @@ class Dump:
     8-rail dump has over half a million HCAs, so there is no object or set per HCA."""
 
     format: str  # "topology" | "ports"
-    index: dict[str, int] = field(default_factory=dict)  # node id -> its number
     ids: list[str] = field(default_factory=list)  # number -> node id (the index's own strings)
     descs: list[str] = field(default_factory=list)  # number -> NodeDescription ("" if unknown)
     port_guids: dict[int, set[int]] = field(default_factory=dict)  # only GUIDs != the node GUID
@@ -68,6 +67,17 @@ class Dump:
     switch_cables: dict[int, int] = field(default_factory=dict)  # switch -> cables to switches
     generated: str = ""
     skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
+    numbers: dict[str, int] | None = None  # node id -> its number (see `index`)
+    guids: list[int] = field(default_factory=list)  # number -> node GUID, when the reader had it
+    switch_numbers: list[int] | None = None  # the switches, when the reader had them
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Node id -> its number: kept up by the line parser, built on first use for a scanned
+        dump (whose reader needs no such lookup: half a million strings hashed for nothing)."""
+        if self.numbers is None:
+            self.numbers = {nid: number for number, nid in enumerate(self.ids)}
+        return self.numbers
 
     def add(self, nid: str, desc: str) -> int:
         number = self.index.get(nid)
@@ -99,12 +109,21 @@ class Dump:
             self.host_more.setdefault(host, set()).add(switch)
 
     def guid(self, number: int) -> int:
-        return int(self.ids[number][2:], 16)
+        return self.guids[number] if self.guids else int(self.ids[number][2:], 16)
+
+    def guids_of(self, numbers: list[int]) -> list[int]:
+        """The node GUIDs of `numbers` (one call for half a million HCAs)."""
+        if self.guids:
+            return list(map(self.guids.__getitem__, numbers))
+        ids = self.ids
+        return [int(ids[n][2:], 16) for n in numbers]
 
     def is_switch(self, number: int) -> bool:
         return self.ids[number][0] == "S"
 
     def switches(self) -> list[int]:
+        if self.switch_numbers is not None:
+            return self.switch_numbers
         return [i for i, nid in enumerate(self.ids) if nid[0] == "S"]
 
     def switches_of(self, host: int) -> list[int]:
@@ -149,7 +168,7 @@ def switch_name(nid: str, desc: str, unique_descs: set[str]) -> str:
 
 def looks_like(text: str) -> str | None:
     """ "topology" or "ports" when the text reads as ibnetdiscover output, else None."""
-    for line in text[:200_000].splitlines()[:400]:
+    for line in split(text[:200_000])[:400]:
         s = line.strip()
         if _NODE.match(s) or s.lower().startswith(("switchguid=", "caguid=")):
             return "topology"
@@ -164,7 +183,14 @@ def parse(text: str | Chunks) -> Dump:
     kind = looks_like(head(src))
     if kind is None:
         raise SourceError("not ibnetdiscover output: no Switch/Ca node line and no -p port line")
-    dump = _parse_ports(src) if kind == "ports" else _parse_topology(src)
+    if kind == "ports":
+        dump = _parse_ports(src)
+    else:
+        from webhook.fabric import ibscan  # NumPy: only where a dump is read
+
+        # ibnetdiscover's own layout, read column-wise; anything else (or a problem to name)
+        # goes through the line parser.
+        dump = ibscan.scan(src) or _parse_topology(src)
     if not any(nid[0] == "S" for nid in dump.ids):
         raise SourceError(
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
@@ -196,7 +222,7 @@ def _parse_topology(text: Chunks) -> Dump:
     port_match = _PORT.match
     no = 0
     for chunk in text():
-        for raw in chunk.splitlines():
+        for raw in split(chunk):
             no += 1
             line = raw.strip()
             if not line:

@@ -11,13 +11,13 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)$")
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key with digit runs compared as numbers, so `leaf2` < `leaf10`."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part.lower())
-        for part in _DIGITS.split(name)
-        if part
-    )
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """Sort key with digit runs compared as numbers, so `leaf2` < `leaf10`: the text between
+    digit runs (lower-cased, maybe empty at either end) alternating with the runs' values, so
+    text always meets text and a number a number."""
+    parts: list[str | int] = list(_DIGITS.split(name.lower()))
+    parts[1::2] = map(int, parts[1::2])  # the digit runs split out
+    return tuple(parts)
 
 
 def natural_sorted(names: Iterable[str]) -> list[str]:

@@ -14,8 +14,8 @@ _CHUNK = 1 << 20  # characters split into lines at a time
 
 def pieces(text: str) -> Iterator[str]:
     """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
-    pieces are the lines of `text.splitlines()`, without a list of every line of a 200 MB dump
-    (it would cost more than the dump itself)."""
+    pieces are the lines of `text`, without a list of every line of a 200 MB dump (it would
+    cost more than the dump itself)."""
     start, size = 0, len(text)
     while start < size:
         end = text.find("\n", start + _CHUNK)
@@ -45,7 +45,16 @@ def head(src: Chunks, size: int = 200_000) -> str:
     return "".join(got)
 
 
+def split(chunk: str) -> list[str]:
+    """The lines of a piece. Only a newline ends a line (as `sed -n Np` and editors count them):
+    str.splitlines would also break at a form feed or a vertical tab inside a description."""
+    got = chunk.split("\n")
+    if got[-1] == "":
+        got.pop()
+    return got
+
+
 def lines(text: str | Chunks) -> Iterator[str]:
-    """The lines of `text`, as `text.splitlines()` numbers them, a chunk at a time."""
+    """The lines of `text` (see `split`), a chunk at a time."""
     for chunk in chunked(text)():
-        yield from chunk.splitlines()
+        yield from split(chunk)

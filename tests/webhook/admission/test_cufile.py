@@ -24,7 +24,7 @@ import yaml
 
 from common.jsonc import loads
 from tests.fakes.http import reply, start
-from tests.test_manifests import find, render
+from tests.manifests import find, render
 from tests.webhook.helpers import POLICY, golden_cache, pod, review
 from webhook.admission import cufile
 from webhook.admission.admit import admit
