@@ -9,72 +9,116 @@ them by first mention): nothing downstream depends on the numbering.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibnet import Dump
+from webhook.fabric.ibdump import Dump
 
 I64 = NDArray[np.int64]
 U64 = NDArray[np.uint64]
 U8 = NDArray[np.uint8]
+Words = tuple[U64, U64]  # GUIDs as printed: their 16 hex characters as two 8-byte words
+Decode = Callable[[Words], U64]
 _SWITCH = ord("S")
 
 
 class Blocks:
     """The nodes that have a block, in block order (columns, appended a window at a time)."""
 
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.descs: list[str] = []
+    def __init__(self, decode: Decode) -> None:
+        self.decode = decode
+        self.count = 0
+        self.descs: list[bytes] = []  # each window's descriptions, each ended by a newline
+        self.desc_sizes: list[I64] = []
         self.kinds: list[U8] = []
         self.guids: list[U64] = []
+        self.texts: list[Words] = []
         self.declared: list[I64] = []
         self.own_port_guids: list[tuple[I64, U64]] = []  # (node, port GUID) != the node GUID
-        self._window: tuple[int, U64] = (0, np.zeros(0, np.uint64))
+        self._window: tuple[int, Words] = (0, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
 
-    @property
-    def count(self) -> int:
-        return len(self.ids)
-
-    def add(self, ids: list[str], descs: list[str], kinds: U8, guids: U64, nports: I64) -> None:
+    def add(self, kinds: U8, text: Words, nports: I64, descs: bytes, desc_sizes: I64) -> None:
         """A window's blocks (a second block for a node shows as two with one GUID)."""
-        base = len(self.ids)
-        self.ids += ids
-        self.descs += descs
+        base = self.count
+        self.count += len(kinds)
+        self.descs.append(descs)
+        self.desc_sizes.append(desc_sizes)
         self.kinds.append(kinds)
-        self.guids.append(guids)
+        self.guids.append(self.decode(text))
+        self.texts.append(text)
         self.declared.append(nports)
-        self._window = (base, guids)
+        self._window = (base, text)
 
-    def port_guids(self, owner: I64, guids: U64) -> None:
-        """Port GUIDs printed on a node's own port lines (owners are in the latest window)."""
-        base, window = self._window
-        differ = guids != window[owner - base]
-        self.own_port_guids.append((owner[differ], guids[differ]))
+    def port_guids(self, owner: I64, text: Words) -> None:
+        """Port GUIDs printed on a node's own port lines, padded to 16 characters (owners are
+        in the latest window): those that differ from the node GUID are kept."""
+        base, (hi, lo) = self._window
+        at = owner - base
+        differ = (text[0] != hi[at]) | (text[1] != lo[at])
+        got = (text[0][differ], text[1][differ])
+        self.own_port_guids.append((owner[differ], self.decode(got)))
 
 
 class Cables:
     """Every port line: its block's node, its port, the far end's kind, GUID and port."""
 
-    def __init__(self) -> None:
+    def __init__(self, decode: Decode) -> None:
+        self.decode = decode
         self.owner: list[I64] = []
         self.port: list[I64] = []
         self.far_kind: list[U8] = []
-        self.far_guid: list[U64] = []
+        self.far_text: list[Words] = []
         self.far_port: list[I64] = []
-        self.far_port_guids: list[tuple[U64, U64]] = []  # (node GUID, port GUID) that differ
+        self.far_port_guids: list[tuple[Words, U64]] = []  # far end, its port GUID (differing)
 
-    def add(self, owner: I64, port: I64, kind: U8, guid: U64, far_port: I64) -> None:
+    def add(self, owner: I64, port: I64, kind: U8, text: Words, far_port: I64) -> None:
         self.owner.append(owner)
         self.port.append(port)
         self.far_kind.append(kind)
-        self.far_guid.append(guid)
+        self.far_text.append(text)
         self.far_port.append(far_port)
 
-    def far_port_guid(self, guid: U64, port_guid: U64) -> None:
-        """Port GUIDs printed for a far end that is not a switch."""
-        differ = port_guid != guid
-        self.far_port_guids.append((guid[differ], port_guid[differ]))
+    def far_port_guid(self, far: Words, text: Words) -> None:
+        """Port GUIDs printed for far ends that are not switches (padded to 16 characters)."""
+        differ = (far[0] != text[0]) | (far[1] != text[1])
+        got = (text[0][differ], text[1][differ])
+        self.far_port_guids.append(((far[0][differ], far[1][differ]), self.decode(got)))
+
+
+class PackedTexts:
+    """Node ids and descriptions kept as arrays and one buffer, made into strings on demand:
+    the labeler reads a few thousand switch names, not half a million HCAs' descriptions."""
+
+    def __init__(self, kinds: U8, text: Words, descs: bytes, desc_sizes: I64) -> None:
+        self.kinds, self.text, self.buffer = kinds, text, descs
+        self.starts = np.concatenate(([0], np.cumsum(desc_sizes + 1)))
+
+    def ids(self) -> list[str]:
+        rows = np.empty((len(self.kinds), 19), np.uint8)  # "S-" + 16 characters + newline
+        rows[:, 0] = self.kinds
+        rows[:, 1] = ord("-")
+        rows[:, 2:10] = self.text[0].view(np.uint8).reshape(-1, 8)
+        rows[:, 10:18] = self.text[1].view(np.uint8).reshape(-1, 8)
+        rows[:, 18] = ord("\n")
+        got: list[str] = rows.tobytes().decode("ascii").split("\n")[:-1]
+        return got
+
+    def descs(self) -> list[str]:
+        got: list[str] = self.buffer.decode("ascii").split("\n")[:-1]
+        return got
+
+    def id_of(self, number: int) -> str:
+        chars = (
+            self.text[0][number : number + 1].tobytes()
+            + self.text[1][number : number + 1].tobytes()
+        )
+        return f"{chr(self.kinds[number])}-{chars.decode('ascii')}"
+
+    def desc_of(self, number: int) -> str:
+        start, end = self.starts[number], self.starts[number + 1] - 1
+        return self.buffer[start:end].decode("ascii")
 
 
 def _i64(parts: list[I64]) -> I64:
@@ -94,16 +138,21 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     kind, guid, declared = _u8(blocks.kinds), _u64(blocks.guids), _i64(blocks.declared)
     owner, port, far_port = _i64(cables.owner), _i64(cables.port), _i64(cables.far_port)
     far_kind = _u8(cables.far_kind)
+    text = (_u64([t[0] for t in blocks.texts]), _u64([t[1] for t in blocks.texts]))
     nodes = len(kind)
-    dump = Dump("topology", blocks.ids, blocks.descs, generated=generated, guids=guid.tolist())
+    texts = PackedTexts(kind, text, b"".join(blocks.descs), _i64(blocks.desc_sizes))
+    dump = Dump("topology", generated=generated, guids=guid.tolist(), texts=texts)
     if not nodes:
         return dump
-    # A far end is found by its GUID (two blocks with one GUID: the line parser sorts it out).
-    order = np.argsort(guid, kind="stable")
-    by_guid = guid[order]
-    if (by_guid[1:] == by_guid[:-1]).any():
+    # A far end is found by its GUID as printed (two blocks with one GUID: the line parser
+    # sorts it out).
+    key = _mixed(text)
+    order = np.argsort(key, kind="stable")
+    by_key = key[order]
+    if (by_key[1:] == by_key[:-1]).any():
         return None
-    far = _lookup(by_guid, order, _u64(cables.far_guid))
+    far_text = (_u64([t[0] for t in cables.far_text]), _u64([t[1] for t in cables.far_text]))
+    far = _lookup(text, by_key, order, far_text)
     if far is None or (kind[far] != far_kind).any() or (port > declared[owner]).any():
         return None
     if not _paired(owner << 32 | port, far << 32 | far_port):
@@ -117,17 +166,30 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     dump.switch_numbers = switches.tolist()
     _switch_links(dump, switches, owner, far, on_switch & to_switch & (far != owner), nodes)
     _hosts(dump, owner, far, on_switch, to_switch)
-    if not _port_guids(dump, blocks, cables, by_guid, order):
+    if not _port_guids(dump, blocks, cables, text, by_key, order):
         return None
     return dump
 
 
-def _lookup(by_guid: U64, order: I64, guids: U64) -> I64 | None:
-    """Node number of each GUID (None: one has no block)."""
-    at = np.minimum(np.searchsorted(by_guid, guids), len(by_guid) - 1)
-    if not (by_guid[at] == guids).all():
-        return None
+def _mixed(text: Words) -> U64:
+    """One 64-bit key per GUID text (splitmix64's finalizer over both words; a lookup checks
+    both words, so a clash only declines)."""
+    h = _finalized(text[0]) ^ text[1]
+    return _finalized(h)
+
+
+def _finalized(x: U64) -> U64:
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _lookup(text: Words, by_key: U64, order: I64, far: Words) -> I64 | None:
+    """Node number of each far end's GUID text (None: one has no block)."""
+    at = np.minimum(np.searchsorted(by_key, _mixed(far)), len(by_key) - 1)
     found: I64 = order[at]
+    if not ((text[0][found] == far[0]) & (text[1][found] == far[1])).all():
+        return None
     return found
 
 
@@ -183,11 +245,13 @@ def _hosts(
         dump.host_more.setdefault(h, set()).add(s)
 
 
-def _port_guids(dump: Dump, blocks: Blocks, cables: Cables, by_guid: U64, order: I64) -> bool:
+def _port_guids(
+    dump: Dump, blocks: Blocks, cables: Cables, text: Words, by_key: U64, order: I64
+) -> bool:
     """Port GUIDs that differ from their node's GUID (the labeler joins on both)."""
     pairs = [(n.tolist(), g.tolist()) for n, g in blocks.own_port_guids]
-    for guid, port_guid in cables.far_port_guids:
-        far = _lookup(by_guid, order, guid)
+    for far_text, port_guid in cables.far_port_guids:
+        far = _lookup(text, by_key, order, far_text)
         if far is None:
             return False
         pairs.append((far.tolist(), port_guid.tolist()))

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from itertools import chain, repeat
 
 from webhook.fabric.build import UnionFind, spines_from_parents
-from webhook.fabric.ibnet import Dump, switch_name
+from webhook.fabric.ibdump import Dump
+from webhook.fabric.ibnet import switch_name
 from webhook.fabric.model import Fabric, Leaf, Unplaced
 from webhook.fabric.names import natural_key, natural_sorted
 
@@ -22,11 +23,11 @@ _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 def _names(dump: Dump) -> dict[int, str]:
     """Switch number -> readable name; a name two switches share falls back to the GUID id."""
     switches = dump.switches()
-    descs = Counter(dump.descs[i].strip() for i in switches)
+    descs = Counter(dump.desc_of(i).strip() for i in switches)
     unique = {d for d, c in descs.items() if c == 1}
-    names = {i: switch_name(dump.ids[i], dump.descs[i], unique) for i in switches}
+    names = {i: switch_name(dump.id_of(i), dump.desc_of(i), unique) for i in switches}
     dup = {v for v, c in Counter(names.values()).items() if c > 1}
-    return {k: (dump.ids[k] if v in dup else v) for k, v in names.items()}
+    return {k: (dump.id_of(k) if v in dup else v) for k, v in names.items()}
 
 
 def _join_by_guid(
@@ -65,7 +66,7 @@ def _join_by_description(dump: Dump) -> dict[int, str]:
     """Preview only (no statuses given): `host dev` NodeDescriptions name the host."""
     out = {}
     for ca in dump.host_switch:
-        desc = dump.descs[ca]
+        desc = dump.desc_of(ca)
         words = desc.split()
         if 1 <= len(words) <= 2 and desc not in _DEFAULT_DESC:
             out[ca] = words[0]

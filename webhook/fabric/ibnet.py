@@ -8,8 +8,8 @@ parentheses are printed without zero padding, so every GUID is kept as an int.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
+from webhook.fabric.ibdump import Dump
 from webhook.fabric.model import SourceError
 from webhook.fabric.textchunks import Chunks, chunked, head, lines, split
 
@@ -36,123 +36,6 @@ _PREFIX = {"SW": "S", "CA": "H", "RT": "R", "Switch": "S", "Ca": "H", "Rt": "R"}
 def node_id(prefix: str, guid_hex: str) -> str:
     """`S-`/`H-`/`R-` plus the GUID as 16 lowercase hex digits (the dump's own spelling)."""
     return f"{prefix}-{guid_hex.lower().zfill(16)}"
-
-
-@dataclass(frozen=True, slots=True)
-class IbNode:
-    """One node of the dump, as read back (tests and messages; the derive reads the arrays)."""
-
-    id: str  # S-/H-/R- plus the 16-hex-digit node GUID
-    guid: int
-    desc: str
-    port_guids: frozenset[int] = frozenset()
-
-    @property
-    def is_switch(self) -> bool:
-        return self.id.startswith("S-")
-
-
-@dataclass(slots=True)
-class Dump:
-    """The dump as compact tables indexed by node number (first mention order): a 65,536-node
-    8-rail dump has over half a million HCAs, so there is no object or set per HCA."""
-
-    format: str  # "topology" | "ports"
-    ids: list[str] = field(default_factory=list)  # number -> node id (the index's own strings)
-    descs: list[str] = field(default_factory=list)  # number -> NodeDescription ("" if unknown)
-    port_guids: dict[int, set[int]] = field(default_factory=dict)  # only GUIDs != the node GUID
-    switch_links: dict[int, set[int]] = field(default_factory=dict)  # switch -> cabled switches
-    host_switch: dict[int, int] = field(default_factory=dict)  # CA/router -> a switch it is on
-    host_more: dict[int, set[int]] = field(default_factory=dict)  # ... and any further ones
-    switch_cables: dict[int, int] = field(default_factory=dict)  # switch -> cables to switches
-    generated: str = ""
-    skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
-    numbers: dict[str, int] | None = None  # node id -> its number (see `index`)
-    guids: list[int] = field(default_factory=list)  # number -> node GUID, when the reader had it
-    switch_numbers: list[int] | None = None  # the switches, when the reader had them
-
-    @property
-    def index(self) -> dict[str, int]:
-        """Node id -> its number: kept up by the line parser, built on first use for a scanned
-        dump (whose reader needs no such lookup: half a million strings hashed for nothing)."""
-        if self.numbers is None:
-            self.numbers = {nid: number for number, nid in enumerate(self.ids)}
-        return self.numbers
-
-    def add(self, nid: str, desc: str) -> int:
-        number = self.index.get(nid)
-        if number is None:
-            number = self.index[nid] = len(self.ids)
-            self.ids.append(nid)
-            self.descs.append(desc)
-        elif desc and not self.descs[number]:
-            self.descs[number] = desc
-        return number
-
-    def link(self, a: int, b: int) -> None:
-        """A cable between nodes a and b (switch-switch or host-switch; a loop-back says nothing
-        about position, and host-host cables place nobody)."""
-        if a == b:
-            return
-        a_sw, b_sw = self.ids[a][0] == "S", self.ids[b][0] == "S"
-        if a_sw and b_sw:
-            self.switch_links.setdefault(a, set()).add(b)
-            self.switch_links.setdefault(b, set()).add(a)
-        elif a_sw:
-            self.on_switch(b, a)
-        elif b_sw:
-            self.on_switch(a, b)
-
-    def on_switch(self, host: int, switch: int) -> None:
-        first = self.host_switch.setdefault(host, switch)
-        if first != switch:
-            self.host_more.setdefault(host, set()).add(switch)
-
-    def guid(self, number: int) -> int:
-        return self.guids[number] if self.guids else int(self.ids[number][2:], 16)
-
-    def guids_of(self, numbers: list[int]) -> list[int]:
-        """The node GUIDs of `numbers` (one call for half a million HCAs)."""
-        if self.guids:
-            return list(map(self.guids.__getitem__, numbers))
-        ids = self.ids
-        return [int(ids[n][2:], 16) for n in numbers]
-
-    def is_switch(self, number: int) -> bool:
-        return self.ids[number][0] == "S"
-
-    def switches(self) -> list[int]:
-        if self.switch_numbers is not None:
-            return self.switch_numbers
-        return [i for i, nid in enumerate(self.ids) if nid[0] == "S"]
-
-    def switches_of(self, host: int) -> list[int]:
-        """The switches a CA or router is cabled to (none: not on any switch)."""
-        first = self.host_switch.get(host)
-        if first is None:
-            return []
-        return [first, *sorted(self.host_more.get(host, ()))]
-
-    @property
-    def nodes(self) -> dict[str, IbNode]:
-        """Every node as an IbNode (built on demand: for tests and small dumps)."""
-        return {
-            nid: IbNode(nid, self.guid(i), self.descs[i], frozenset(self.port_guids.get(i, ())))
-            for i, nid in enumerate(self.ids)
-        }
-
-    @property
-    def links(self) -> set[tuple[str, str]]:
-        """Every cable to a switch once, as an ordered pair of node ids (parallel cables once)."""
-        ids = self.ids
-        pairs = {(a, b) for a, peers in self.switch_links.items() for b in peers}
-        pairs |= {(h, s) for h in self.host_switch for s in self.switches_of(h)}
-        return {(min(ids[a], ids[b]), max(ids[a], ids[b])) for a, b in pairs}
-
-    def port_guid(self, number: int, guid_hex: str) -> None:
-        guid = int(guid_hex, 16)
-        if guid != self.guid(number):
-            self.port_guids.setdefault(number, set()).add(guid)
 
 
 def switch_name(nid: str, desc: str, unique_descs: set[str]) -> str:
@@ -191,7 +74,7 @@ def parse(text: str | Chunks) -> Dump:
         # ibnetdiscover's own layout, read column-wise; anything else (or a problem to name)
         # goes through the line parser.
         dump = ibscan.scan(src) or _parse_topology(src)
-    if not any(nid[0] == "S" for nid in dump.ids):
+    if not dump.switches():
         raise SourceError(
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"
         )

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibcables import Blocks, Cables, assemble
-from webhook.fabric.ibnet import Dump
+from webhook.fabric.ibcables import Blocks, Cables, Words, assemble
+from webhook.fabric.ibdump import Dump
 from webhook.fabric.textchunks import Chunks
 
 I64 = NDArray[np.int64]
@@ -60,7 +60,7 @@ class _Declined(Exception):
 
 def scan(src: Chunks) -> Dump | None:
     """The dump, or None when any of it is not in ibnetdiscover's exact layout."""
-    blocks, cables = Blocks(), Cables()
+    blocks, cables = Blocks(_guid_values), Cables(_guid_values)
     generated = ""
     try:
         for window in _windows(src):
@@ -147,15 +147,14 @@ def _headers(data: bytes, a: U8, w: U64, s: I64, e: I64, kind: U8, blocks: Block
         and _equal(w, q + 2, b"-").all()
         and _equal(w, q + 19, b'"\t\t# "').all()
     )
-    guids = _guids(w, q + 3)
+    text = (w[q + 3], w[q + 11])
     # A CA's line ends with its description's closing quote; a switch's goes on (`enhanced
     # port 0 lid ...`): its few last quotes are found one line at a time.
     last = e - 1
     for row in np.flatnonzero(a[last] != _QUOTE).tolist():
         last[row] = data.rfind(b'"', int(q[row]) + 25, int(e[row]))
     _require((last >= q + 25).all())
-    ids = _texts(a, q + 1, q + 19)  # inside the quotes: S-/H-/R- and the GUID
-    blocks.add(ids, _texts(a, q + 25, last), kind, guids, nports)
+    blocks.add(kind, text, nports, _packed(a, q + 25, last), last - (q + 25))
 
 
 def _ports(a: U8, w: U64, s: I64, owner: I64, blocks: Blocks, cables: Cables) -> None:
@@ -177,7 +176,7 @@ def _ports(a: U8, w: U64, s: I64, owner: I64, blocks: Blocks, cables: Cables) ->
     )
     far_kind = a[q + 1]
     _require(((far_kind == ord("S")) | (far_kind == ord("H")) | (far_kind == ord("R"))).all())
-    far_guid = _guids(w, q + 3)
+    far = (w[q + 3], w[q + 11])  # checked when looked up: it must spell a block's GUID
     far_close = _find(w, q + 21, ord("]"))
     far_port = _number(a, q + 21, far_close, 6)
     paren = np.flatnonzero(a[far_close + 1] == ord("("))
@@ -185,11 +184,13 @@ def _ports(a: U8, w: U64, s: I64, owner: I64, blocks: Blocks, cables: Cables) ->
     paren_end = _find(w, far_close[paren] + 2, ord(")"), 3)
     comment[paren] = paren_end + 2
     _require(_equal(w, paren_end, b") ").all() and _equal(w, comment, b"\t\t#").all())
-    cables.add(owner, port, far_kind, far_guid, far_port)
+    cables.add(owner, port, far_kind, far, far_port)
     if len(own):
-        blocks.port_guids(owner[own], _var_guids(w, close[own] + 2, own_end))
+        blocks.port_guids(owner[own], _padded(w, close[own] + 2, own_end))
     if len(paren):
-        cables.far_port_guid(far_guid[paren], _var_guids(w, far_close[paren] + 2, paren_end))
+        cables.far_port_guid(
+            (far[0][paren], far[1][paren]), _padded(w, far_close[paren] + 2, paren_end)
+        )
 
 
 def _generated(data: bytes, starts: I64, ends: I64, rows: I64) -> str:
@@ -251,13 +252,15 @@ def _number(a: U8, lo: I64, hi: I64, width: int) -> I64:
     return value
 
 
-def _guids(w: U64, at: I64) -> U64:
-    """The 16 lower-case hex digits at each of `at`, as integers."""
-    return _hex_word(w[at]) << np.uint64(32) | _hex_word(w[at + 8])
+def _guid_values(text: Words) -> U64:
+    """GUIDs as printed (two 8-character words each) -> their values; declines a character
+    that is not a lower-case hex digit."""
+    return _hex_word(text[0]) << np.uint64(32) | _hex_word(text[1])
 
 
-def _var_guids(w: U64, lo: I64, hi: I64) -> U64:
-    """The GUID in [lo, hi): 1 to 16 hex digits (port GUIDs are printed without padding)."""
+def _padded(w: U64, lo: I64, hi: I64) -> Words:
+    """The GUID in [lo, hi), 1 to 16 characters (port GUIDs are printed without zero padding),
+    padded with '0' to the 16 characters a node GUID is printed with."""
     size = hi - lo
     _require(((size >= 1) & (size <= 16)).all())
     pad = 16 - size  # leading characters that are not the GUID's: read as '0'
@@ -265,8 +268,8 @@ def _var_guids(w: U64, lo: I64, hi: I64) -> U64:
     for word, before in ((w[hi - 16], pad), (w[hi - 8], pad - 8)):
         bits = (np.clip(before, 0, 8) * 8).astype(np.uint64)
         mask = np.where(bits == 64, _ALL, (np.uint64(1) << (bits % np.uint64(64))) - np.uint64(1))
-        words.append(_hex_word((word & ~mask) | (_ZEROS & mask)))
-    return words[0] << np.uint64(32) | words[1]
+        words.append((word & ~mask) | (_ZEROS & mask))
+    return words[0], words[1]
 
 
 def _hex_word(v: U64) -> U64:
@@ -287,15 +290,13 @@ def _hex_word(v: U64) -> U64:
     return ((x & _M32) << np.uint64(16)) | ((x >> np.uint64(32)) & _M32)
 
 
-def _texts(a: U8, lo: I64, hi: I64) -> list[str]:
-    """a[lo[i]:hi[i]] for every i, as strings: one gather, one decode, one split (no Python
-    per span). A span holds no newline (it lies inside one line)."""
-    if not len(lo):
-        return []
+def _packed(a: U8, lo: I64, hi: I64) -> bytes:
+    """a[lo[i]:hi[i]] for every i, each followed by a newline, in one buffer (one gather; a
+    span lies inside one line, so it holds no newline)."""
     size = hi - lo
-    width = size + 1  # each span and a newline after it
+    width = size + 1
     out_start = np.cumsum(width) - width
     out = a[np.arange(int(width.sum())) + np.repeat(lo - out_start, width)]
     out[out_start + size] = _NL
-    got: list[str] = out.tobytes().decode("ascii").split("\n")[:-1]
-    return got
+    packed: bytes = out.tobytes()
+    return packed
