@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from itertools import chain, repeat
+from itertools import repeat
 
+from webhook.fabric import hcacount
 from webhook.fabric.build import UnionFind, spines_from_parents
 from webhook.fabric.ibdump import Dump
 from webhook.fabric.ibnet import switch_name
@@ -33,32 +34,21 @@ def _names(dump: Dump) -> dict[int, str]:
 def _join_by_guid(
     dump: Dump, nodes: Mapping[str, frozenset[int]]
 ) -> tuple[dict[int, str], list[str]]:
-    owner = dict(
-        zip(
-            chain.from_iterable(nodes.values()),
-            chain.from_iterable(repeat(name, len(guids)) for name, guids in nodes.items()),
-            strict=True,
-        )
-    )
+    """Host -> node, the first node to claim a GUID keeping it (only when one is claimed twice:
+    `hcacount.join_by_guid` joins the rest)."""
+    owner: dict[int, str] = {}
     problems = []
-    if len(owner) < sum(map(len, nodes.values())):  # a GUID claimed twice: name both
-        owner = {}
-        for name, guids in nodes.items():
-            for g in guids:
-                if owner.setdefault(g, name) != name:
-                    problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
-    # Only hosts cabled to a switch can be placed: their node GUIDs, then their port GUIDs.
-    hosts = list(dump.host_switch)
-    ca_node = {
-        ca: found
-        for ca, found in zip(hosts, map(owner.get, dump.guids_of(hosts)), strict=True)
-        if found is not None
-    }
-    for ca, extra in dump.port_guids.items():
-        if ca not in ca_node and ca in dump.host_switch:
-            found = next((owner[g] for g in extra if g in owner), None)
-            if found is not None:
-                ca_node[ca] = found
+    for name, guids in nodes.items():
+        for g in guids:
+            if owner.setdefault(g, name) != name:
+                problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
+    ca_node: dict[int, str] = {}
+    for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
+        found = owner.get(dump.guid(ca))
+        if found is None:
+            found = next((owner[g] for g in dump.port_guids.get(ca, ()) if g in owner), None)
+        if found is not None:
+            ca_node[ca] = found
     return ca_node, problems
 
 
@@ -92,7 +82,7 @@ def _hosts_on_spines(dump: Dump, ca_node: Mapping[int, str]) -> dict[int, int]:
     }
 
 
-def _rail_groups(node_leaves: Mapping[str, Mapping[str, int]]) -> UnionFind:
+def _rail_groups(node_leaves: Mapping[str, hcacount.Reach]) -> UnionFind:
     """Merge leaves that serve mostly the same nodes (rails of one scalable unit).
 
     Two leaves merge when at least half the nodes of the smaller one also reach the other: a whole
@@ -100,7 +90,7 @@ def _rail_groups(node_leaves: Mapping[str, Mapping[str, int]]) -> UnionFind:
     node only, which is not enough to merge two SUs.
     """
     # Nodes of one scalable unit reach the same leaves: count each set of leaves once.
-    kinds = Counter(tuple(sorted(leaves)) for leaves in node_leaves.values())
+    kinds = Counter(leaves for leaves, _ in node_leaves.values())
     served: dict[str, int] = Counter()
     together: Counter[tuple[str, str]] = Counter()
     for names, k in kinds.items():
@@ -140,26 +130,16 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
                 f"({listed}): management or UFM hosts (preview only; the labeler places nodes "
                 "by their statuses' HCA GUIDs)"
             )
+        node_of, node_names = hcacount.indexed(dump, ca_node)
     else:
-        ca_node, join_problems = _join_by_guid(dump, nodes)
-        problems += join_problems
-    # (node, leaf switch) -> HCAs: counted without a line of Python per HCA.
-    host_switch, host_more = dump.host_switch, dump.host_more
-    cabled = Counter(
-        zip(
-            ca_node.values(),
-            map(names.__getitem__, map(host_switch.__getitem__, ca_node)),
-            strict=True,
-        )
-    )
-    for ca in host_more.keys() & ca_node.keys():
-        cabled.update((ca_node[ca], names[number]) for number in host_more[ca])
-    node_leaves: dict[str, dict[str, int]] = {}
-    for (node, name), count in cabled.items():
-        counts = node_leaves.get(node)
-        if counts is None:
-            counts = node_leaves[node] = {}
-        counts[name] = count
+        joined = hcacount.join_by_guid(dump, nodes)
+        if joined is None:  # a GUID claimed by two nodes: say which
+            ca_node, join_problems = _join_by_guid(dump, nodes)
+            problems += join_problems
+            node_of, node_names = hcacount.indexed(dump, ca_node)
+        else:
+            node_of, node_names = joined, list(nodes)
+    node_leaves = hcacount.node_leaves(dump, names, node_of, node_names)
     groups = _rail_groups(node_leaves)
     leaf_of_switch = {}
     for group in groups.groups():
@@ -169,13 +149,13 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     members: dict[str, list[str]] = defaultdict(list)
     unplaced: list[Unplaced] = []
     spread: list[tuple[str, str]] = []
-    for node, reach in node_leaves.items():
+    for node, (reach, counts) in node_leaves.items():
         domains = {leaf_of_switch[sw] for sw in reach}
         if len(domains) == 1:  # the common case: every HCA in one leaf domain
             members[domains.pop()].append(node)
             continue
         per_domain: Counter[str] = Counter()
-        for sw, count in reach.items():
+        for sw, count in zip(reach, counts, strict=True):
             per_domain[leaf_of_switch[sw]] += count
         best = min(per_domain, key=lambda d: (-per_domain[d], natural_key(d)))
         members[best].append(node)

@@ -1,0 +1,89 @@
+"""HCAs -> each node's leaf switches and how many of its HCAs each holds, with NumPy.
+
+A 65,536-node cluster has over half a million compute HCAs: joining each to its node's status
+by GUID and counting it under its leaf costs a line of Python per HCA in dicts, and a sort here.
+What stays per node (a few thousand to 65,536 of them) is one small dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain, pairwise
+
+import numpy as np
+from numpy.typing import NDArray
+
+from webhook.fabric.ibdump import Dump
+
+I64 = NDArray[np.int64]
+Reach = tuple[tuple[str, ...], tuple[int, ...]]  # leaf switch names (sorted), HCAs on each
+
+
+def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
+    """For each host of `dump.host_switch` (in its order), the index in `nodes` of the node
+    whose status lists its node GUID, else one of its port GUIDs (-1: none). None when one GUID
+    is claimed by two nodes (the caller names them)."""
+    sizes = np.fromiter(map(len, nodes.values()), np.int64, len(nodes))
+    guids = np.fromiter(chain.from_iterable(nodes.values()), np.uint64, int(sizes.sum()))
+    owner = np.repeat(np.arange(len(nodes), dtype=np.int64), sizes)
+    order = np.argsort(guids, kind="stable")
+    guids, owner = guids[order], owner[order]
+    if (guids[1:] == guids[:-1]).any():
+        return None
+    hosts = list(dump.host_switch)
+    node_of = np.full(len(hosts), -1, np.int64)
+    if not len(guids) or not hosts:
+        return node_of
+    wanted = np.array(dump.guids_of(hosts), np.uint64)
+    at = np.minimum(np.searchsorted(guids, wanted), len(guids) - 1)
+    found = guids[at] == wanted
+    node_of[found] = owner[at[found]]
+    missed = [i for i in np.flatnonzero(~found).tolist() if hosts[i] in dump.port_guids]
+    if missed:  # not by node GUID: by a port GUID (rarer)
+        index = dict(zip(guids.tolist(), owner.tolist(), strict=True))
+        for i in missed:
+            extra = dump.port_guids[hosts[i]]
+            node_of[i] = next((index[g] for g in extra if g in index), -1)
+    return node_of
+
+
+def indexed(dump: Dump, ca_node: Mapping[int, str]) -> tuple[I64, list[str]]:
+    """A host -> node name mapping as `join_by_guid` gives it, with the node names."""
+    node_names = sorted(set(ca_node.values()))
+    index = {name: i for i, name in enumerate(node_names)}
+    got = [index.get(ca_node.get(host, ""), -1) for host in dump.host_switch]
+    return np.array(got, np.int64), node_names
+
+
+def node_leaves(
+    dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]
+) -> dict[str, Reach]:
+    """Node -> its leaf switches' names (sorted) and its HCAs cabled to each; `node_of`
+    gives each host of `dump.host_switch` (in its order) its index in `node_names` (-1: none)."""
+    ordered = sorted(set(names.values()))
+    rank = {name: r for r, name in enumerate(ordered)}
+    numbers = list(names)
+    switch_rank = np.zeros(max(numbers, default=0) + 1, np.int64)
+    switch_rank[numbers] = [rank[names[n]] for n in numbers]
+    first = np.fromiter(dump.host_switch.values(), np.int64, len(dump.host_switch))
+    placed = node_of >= 0
+    keys = [node_of[placed] << 32 | switch_rank[first[placed]]]
+    if dump.host_more:  # HCAs cabled to several switches: rare, one line each
+        hosts = list(dump.host_switch)
+        more = [
+            node << 32 | rank[names[s]]
+            for i, node in enumerate(node_of.tolist())
+            if node >= 0 and hosts[i] in dump.host_more
+            for s in dump.host_more[hosts[i]]
+        ]
+        keys.append(np.array(more, np.int64))
+    pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
+    node = (pairs >> 32).tolist()
+    leaf = list(map(ordered.__getitem__, (pairs & 0xFFFFFFFF).tolist()))
+    count = counts.tolist()
+    cut = [0, *(np.flatnonzero(np.diff(pairs >> 32)) + 1).tolist(), len(node)]
+    return {
+        node_names[node[a]]: (tuple(leaf[a:b]), tuple(count[a:b]))
+        for a, b in pairwise(cut)
+        if b > a
+    }
