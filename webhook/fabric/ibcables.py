@@ -10,6 +10,7 @@ them by first mention): nothing downstream depends on the numbering.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -71,7 +72,7 @@ class Cables:
         self.far_kind: list[U8] = []
         self.far_text: list[Words] = []
         self.far_port: list[I64] = []
-        self.far_port_guids: list[tuple[Words, U64]] = []  # far end, its port GUID (differing)
+        self.far_port_guids: list[tuple[U8, Words, U64]] = []  # far end, its port GUID
 
     def add(self, owner: I64, port: I64, kind: U8, text: Words, far_port: I64) -> None:
         self.owner.append(owner)
@@ -80,11 +81,12 @@ class Cables:
         self.far_text.append(text)
         self.far_port.append(far_port)
 
-    def far_port_guid(self, far: Words, text: Words) -> None:
+    def far_port_guid(self, kind: U8, far: Words, text: Words) -> None:
         """Port GUIDs printed for far ends that are not switches (padded to 16 characters)."""
         differ = (far[0] != text[0]) | (far[1] != text[1])
         got = (text[0][differ], text[1][differ])
-        self.far_port_guids.append(((far[0][differ], far[1][differ]), self.decode(got)))
+        far_end = (far[0][differ], far[1][differ])
+        self.far_port_guids.append((kind[differ], far_end, self.decode(got)))
 
 
 class PackedTexts:
@@ -108,6 +110,18 @@ class PackedTexts:
     def descs(self) -> list[str]:
         got: list[str] = self.buffer.decode("ascii").split("\n")[:-1]
         return got
+
+    def ids_of(self, numbers: list[int]) -> list[str]:
+        return PackedTexts(
+            self.kinds[numbers],
+            (self.text[0][numbers], self.text[1][numbers]),
+            b"",
+            np.zeros(0, np.int64),
+        ).ids()
+
+    def descs_of(self, numbers: list[int]) -> list[str]:
+        starts, buffer = self.starts.tolist(), self.buffer
+        return [buffer[starts[n] : starts[n + 1] - 1].decode("ascii") for n in numbers]
 
     def id_of(self, number: int) -> str:
         chars = (
@@ -144,15 +158,13 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     dump = Dump("topology", generated=generated, guids=guid.tolist(), texts=texts)
     if not nodes:
         return dump
-    # A far end is found by its GUID as printed (two blocks with one GUID: the line parser
-    # sorts it out).
-    key = _mixed(text)
-    order = np.argsort(key, kind="stable")
-    by_key = key[order]
-    if (by_key[1:] == by_key[:-1]).any():
+    # A far end is found by its kind and its GUID as printed, as the line parser finds it by
+    # its id (two blocks for one id: the line parser names them).
+    finder = _Finder(kind, text)
+    if not finder.unique:
         return None
     far_text = (_u64([t[0] for t in cables.far_text]), _u64([t[1] for t in cables.far_text]))
-    far = _lookup(text, by_key, order, far_text)
+    far = finder.numbers(far_kind, far_text)
     if far is None or (kind[far] != far_kind).any() or (port > declared[owner]).any():
         return None
     if not _paired(owner << 32 | port, far << 32 | far_port):
@@ -166,7 +178,7 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     dump.switch_numbers = switches.tolist()
     _switch_links(dump, switches, owner, far, on_switch & to_switch & (far != owner), nodes)
     _hosts(dump, owner, far, on_switch, to_switch)
-    if not _port_guids(dump, blocks, cables, text, by_key, order):
+    if not _port_guids(dump, blocks, cables, finder):
         return None
     return dump
 
@@ -184,13 +196,36 @@ def _finalized(x: U64) -> U64:
     return x ^ (x >> np.uint64(31))
 
 
-def _lookup(text: Words, by_key: U64, order: I64, far: Words) -> I64 | None:
-    """Node number of each far end's GUID text (None: one has no block)."""
-    at = np.minimum(np.searchsorted(by_key, _mixed(far)), len(by_key) - 1)
-    found: I64 = order[at]
-    if not ((text[0][found] == far[0]) & (text[1][found] == far[1])).all():
-        return None
-    return found
+class _Finder:
+    """Node numbers by kind and GUID text: one sorted key array per kind (the few thousand
+    switches' keys stay in cache for the millions of lines that name a switch)."""
+
+    def __init__(self, kind: U8, text: Words) -> None:
+        self.text = text
+        key = _mixed(text)
+        self.by_kind: dict[int, tuple[U64, I64]] = {}
+        self.unique = True
+        for letter in np.unique(kind).tolist():
+            numbers = np.flatnonzero(kind == letter)
+            order = np.argsort(key[numbers], kind="stable")
+            keys = key[numbers][order]
+            self.unique &= not (keys[1:] == keys[:-1]).any()
+            self.by_kind[letter] = (keys, numbers[order])
+
+    def numbers(self, kind: U8, far: Words) -> I64 | None:
+        """Node number of each far end (None: one has no block)."""
+        key = _mixed(far)
+        found = np.full(len(key), -1, np.int64)
+        for letter, (keys, numbers) in self.by_kind.items():
+            rows = np.flatnonzero(kind == letter)
+            at = np.minimum(np.searchsorted(keys, key[rows]), len(keys) - 1)
+            found[rows] = numbers[at]
+        if (found < 0).any():
+            return None
+        text = self.text
+        if not ((text[0][found] == far[0]) & (text[1][found] == far[1])).all():
+            return None
+        return found
 
 
 def _paired(end: I64, far: I64) -> bool:
@@ -214,10 +249,10 @@ def _switch_links(
     order = np.argsort(ends, kind="stable")
     ends, fars = ends[order], fars[order]
     if len(ends):
-        cut = np.flatnonzero(ends[1:] != ends[:-1]) + 1
-        firsts = np.concatenate(([0], cut))
-        for number, group in zip(ends[firsts].tolist(), np.split(fars, cut), strict=True):
-            links[number] = set(group.tolist())
+        cut = [0, *(np.flatnonzero(ends[1:] != ends[:-1]) + 1).tolist(), len(ends)]
+        owners, peers = ends.tolist(), fars.tolist()
+        for a, b in pairwise(cut):
+            links[owners[a]] = set(peers[a:b])
     dump.switch_links = links
     counts = np.bincount(owner[cable], minlength=nodes)
     cabled = np.flatnonzero(counts)
@@ -245,13 +280,11 @@ def _hosts(
         dump.host_more.setdefault(h, set()).add(s)
 
 
-def _port_guids(
-    dump: Dump, blocks: Blocks, cables: Cables, text: Words, by_key: U64, order: I64
-) -> bool:
+def _port_guids(dump: Dump, blocks: Blocks, cables: Cables, finder: _Finder) -> bool:
     """Port GUIDs that differ from their node's GUID (the labeler joins on both)."""
     pairs = [(n.tolist(), g.tolist()) for n, g in blocks.own_port_guids]
-    for far_text, port_guid in cables.far_port_guids:
-        far = _lookup(text, by_key, order, far_text)
+    for far_kind, far_text, port_guid in cables.far_port_guids:
+        far = finder.numbers(far_kind, far_text)
         if far is None:
             return False
         pairs.append((far.tolist(), port_guid.tolist()))

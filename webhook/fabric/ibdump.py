@@ -21,6 +21,10 @@ class NodeTexts(Protocol):
 
     def desc_of(self, number: int) -> str: ...
 
+    def ids_of(self, numbers: list[int]) -> list[str]: ...
+
+    def descs_of(self, numbers: list[int]) -> list[str]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class IbNode:
@@ -76,6 +80,17 @@ class Dump:
 
     def desc_of(self, number: int) -> str:
         return self.texts.desc_of(number) if self.texts is not None else self.desc_list[number]
+
+    def ids_of(self, numbers: list[int]) -> list[str]:
+        """Some nodes' ids (the switches: a few thousand of half a million nodes)."""
+        if self.texts is not None:
+            return self.texts.ids_of(numbers)
+        return [self.id_list[n] for n in numbers]
+
+    def descs_of(self, numbers: list[int]) -> list[str]:
+        if self.texts is not None:
+            return self.texts.descs_of(numbers)
+        return [self.desc_list[n] for n in numbers]
 
     @property
     def index(self) -> dict[str, int]:

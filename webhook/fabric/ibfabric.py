@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from itertools import repeat
+from itertools import pairwise, repeat
 
 from webhook.fabric import hcacount
 from webhook.fabric.build import UnionFind, spines_from_parents
@@ -24,11 +24,15 @@ _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 def _names(dump: Dump) -> dict[int, str]:
     """Switch number -> readable name; a name two switches share falls back to the GUID id."""
     switches = dump.switches()
-    descs = Counter(dump.desc_of(i).strip() for i in switches)
-    unique = {d for d, c in descs.items() if c == 1}
-    names = {i: switch_name(dump.id_of(i), dump.desc_of(i), unique) for i in switches}
+    ids, descs = dump.ids_of(switches), dump.descs_of(switches)
+    counted = Counter(d.strip() for d in descs)
+    unique = {d for d, c in counted.items() if c == 1}
+    names = dict(zip(switches, map(switch_name, ids, descs, repeat(unique)), strict=True))
     dup = {v for v, c in Counter(names.values()).items() if c > 1}
-    return {k: (dump.id_of(k) if v in dup else v) for k, v in names.items()}
+    if not dup:
+        return names
+    id_of = dict(zip(switches, ids, strict=True))
+    return {k: (id_of[k] if v in dup else v) for k, v in names.items()}
 
 
 def _join_by_guid(
@@ -92,13 +96,21 @@ def _rail_groups(node_leaves: Mapping[str, hcacount.Reach]) -> UnionFind:
     # Nodes of one scalable unit reach the same leaves: count each set of leaves once.
     kinds = Counter(leaves for leaves, _ in node_leaves.values())
     served: dict[str, int] = Counter()
+    for names, k in kinds.items():
+        for a in names:
+            served[a] += k
+    uf = UnionFind(served)
     together: Counter[tuple[str, str]] = Counter()
     for names, k in kinds.items():
+        if any(served[a] == k for a in names):
+            # A leaf only these nodes reach: with it, every leaf they reach passes the test
+            # below (together >= k = its served), so the set merges whole, without its pairs.
+            for a, b in pairwise(names):
+                uf.union(a, b)
+            continue
         for i, a in enumerate(names):
-            served[a] += k
             for b in names[i + 1 :]:
                 together[(a, b)] += k
-    uf = UnionFind(served)
     for (a, b), count in together.items():
         if 2 * count >= min(served[a], served[b]):
             uf.union(a, b)
