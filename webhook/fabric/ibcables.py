@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +19,7 @@ from numpy.typing import NDArray
 from webhook.fabric.ibdump import Dump
 
 I64 = NDArray[np.int64]
+I32 = NDArray[np.int32]
 U64 = NDArray[np.uint64]
 U8 = NDArray[np.uint8]
 Words = tuple[U64, U64]  # GUIDs as printed: their 16 hex characters as two 8-byte words
@@ -67,19 +69,20 @@ class Cables:
 
     def __init__(self, decode: Decode) -> None:
         self.decode = decode
-        self.owner: list[I64] = []
-        self.port: list[I64] = []
+        self.owner: list[I32] = []
+        self.port: list[I32] = []
         self.far_kind: list[U8] = []
         self.far_text: list[Words] = []
-        self.far_port: list[I64] = []
+        self.far_port: list[I32] = []
         self.far_port_guids: list[tuple[U8, Words, U64]] = []  # far end, its port GUID
 
     def add(self, owner: I64, port: I64, kind: U8, text: Words, far_port: I64) -> None:
-        self.owner.append(owner)
-        self.port.append(port)
+        # 32 bits hold any node number and port: a 65,536-node dump has 2 million port lines.
+        self.owner.append(owner.astype(np.int32))
+        self.port.append(port.astype(np.int32))
         self.far_kind.append(kind)
         self.far_text.append(text)
-        self.far_port.append(far_port)
+        self.far_port.append(far_port.astype(np.int32))
 
     def far_port_guid(self, kind: U8, far: Words, text: Words) -> None:
         """Port GUIDs printed for far ends that are not switches (padded to 16 characters)."""
@@ -139,6 +142,10 @@ def _i64(parts: list[I64]) -> I64:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
+def _i32(parts: list[I32]) -> I32:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
 def _u64(parts: list[U64]) -> U64:
     return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
 
@@ -148,14 +155,13 @@ def _u8(parts: list[U8]) -> U8:
 
 
 def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
-    """The Dump, or None when a check fails."""
+    """The Dump, or None when a check fails. Each window's columns are let go once joined, and
+    each step's arrays once used: 2 million port lines are 16 MB per 64-bit column."""
     kind, guid, declared = _u8(blocks.kinds), _u64(blocks.guids), _i64(blocks.declared)
-    owner, port, far_port = _i64(cables.owner), _i64(cables.port), _i64(cables.far_port)
-    far_kind = _u8(cables.far_kind)
     text = (_u64([t[0] for t in blocks.texts]), _u64([t[1] for t in blocks.texts]))
-    nodes = len(kind)
     texts = PackedTexts(kind, text, b"".join(blocks.descs), _i64(blocks.desc_sizes))
     dump = Dump("topology", generated=generated, guids=guid.tolist(), texts=texts)
+    nodes = len(kind)
     if not nodes:
         return dump
     # A far end is found by its kind and its GUID as printed, as the line parser finds it by
@@ -163,12 +169,18 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     finder = _Finder(kind, text)
     if not finder.unique:
         return None
+    far_kind = _u8(_taken(cables.far_kind))
     far_text = (_u64([t[0] for t in cables.far_text]), _u64([t[1] for t in cables.far_text]))
+    cables.far_text.clear()
     far = finder.numbers(far_kind, far_text)
-    if far is None or (kind[far] != far_kind).any() or (port > declared[owner]).any():
+    del far_text
+    if far is None or (kind[far] != far_kind).any():
         return None
-    if not _paired(owner << 32 | port, far << 32 | far_port):
+    owner = _i32(_taken(cables.owner))
+    port = _i32(_taken(cables.port))
+    if (port > declared[owner]).any() or not _paired(owner, port, far, cables):
         return None
+    del port
     on_switch = kind[owner] == _SWITCH
     to_switch = far_kind == _SWITCH
     switch_lines = np.bincount(owner[on_switch], minlength=nodes)
@@ -183,11 +195,17 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     return dump
 
 
+def _taken(parts: list[Any]) -> list[Any]:
+    """The list's items; the list itself emptied (its arrays go once joined)."""
+    got = list(parts)
+    parts.clear()
+    return got
+
+
 def _mixed(text: Words) -> U64:
     """One 64-bit key per GUID text (splitmix64's finalizer over both words; a lookup checks
     both words, so a clash only declines)."""
-    h = _finalized(text[0]) ^ text[1]
-    return _finalized(h)
+    return _finalized(_finalized(text[0]) ^ text[1])
 
 
 def _finalized(x: U64) -> U64:
@@ -205,7 +223,7 @@ class _Finder:
         key = _mixed(text)
         self.by_kind: dict[int, tuple[U64, I64]] = {}
         self.unique = True
-        for letter in np.unique(kind).tolist():
+        for letter in b"SHR":
             numbers = np.flatnonzero(kind == letter)
             order = np.argsort(key[numbers], kind="stable")
             keys = key[numbers][order]
@@ -218,8 +236,9 @@ class _Finder:
         found = np.full(len(key), -1, np.int64)
         for letter, (keys, numbers) in self.by_kind.items():
             rows = np.flatnonzero(kind == letter)
-            at = np.minimum(np.searchsorted(keys, key[rows]), len(keys) - 1)
-            found[rows] = numbers[at]
+            if len(keys):  # else a far end of a kind with no block: stays -1
+                at = np.minimum(np.searchsorted(keys, key[rows]), len(keys) - 1)
+                found[rows] = numbers[at]
         if (found < 0).any():
             return None
         text = self.text
@@ -228,20 +247,23 @@ class _Finder:
         return found
 
 
-def _paired(end: I64, far: I64) -> bool:
+def _paired(owner: I32, port: I32, far: I64, cables: Cables) -> bool:
     """Every end (node << 32 | port) listed once, and its far end lists it back."""
-    if not len(end):
+    if not len(owner):
         return True
+    end = owner.astype(np.int64) << 32 | port
+    back = far << 32 | _i32(_taken(cables.far_port))
     order = np.argsort(end, kind="stable")
     ends = end[order]
     if (ends[1:] == ends[:-1]).any():
         return False
-    at = np.minimum(np.searchsorted(ends, far), len(ends) - 1)
-    return bool(((ends[at] == far) & (far[order[at]] == end)).all())
+    at = np.minimum(np.searchsorted(ends, back), len(ends) - 1)
+    del ends
+    return bool(((end[order[at]] == back) & (back[order[at]] == end)).all())
 
 
 def _switch_links(
-    dump: Dump, switches: I64, owner: I64, far: I64, cable: NDArray[np.bool_], nodes: int
+    dump: Dump, switches: I64, owner: I32, far: I64, cable: NDArray[np.bool_], nodes: int
 ) -> None:
     """Each switch's cabled switches (both ends list a cable: one end's lines suffice)."""
     links: dict[int, set[int]] = {number: set() for number in switches.tolist()}
@@ -260,7 +282,7 @@ def _switch_links(
 
 
 def _hosts(
-    dump: Dump, owner: I64, far: I64, on_switch: NDArray[np.bool_], to: NDArray[np.bool_]
+    dump: Dump, owner: I32, far: I64, on_switch: NDArray[np.bool_], to: NDArray[np.bool_]
 ) -> None:
     """CA/router -> the first switch a line in dump order cables it to, and any further ones."""
     mixed = on_switch != to
