@@ -7,12 +7,14 @@ parentheses are printed without zero padding, so every GUID is kept as an int.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from webhook.fabric.ibdump import Dump
 from webhook.fabric.model import SourceError
 from webhook.fabric.textchunks import Chunks, chunked, head, lines, split
 
+_log = logging.getLogger(__name__)
 _NODE = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"(.*))?$'
 )
@@ -73,7 +75,12 @@ def parse(text: str | Chunks) -> Dump:
 
         # ibnetdiscover's own layout, read column-wise; anything else (or a problem to name)
         # goes through the line parser.
-        dump = ibscan.scan(src) or _parse_topology(src)
+        try:
+            scanned = ibscan.scan(src)
+        except Exception:  # noqa: BLE001 - a fault in the fast path must not cost the labels
+            _log.exception("the column-wise dump reader failed; reading the dump line by line")
+            scanned = None
+        dump = scanned or _parse_topology(src)
     if not dump.switches():
         raise SourceError(
             "the dump holds no switch (was ibnetdiscover run on a node cabled to the fabric?)"

@@ -27,11 +27,14 @@ def natural_sorted(names: Iterable[str]) -> list[str]:
 def _sort_text(name: str) -> str:
     """A string that sorts as `natural_key` does (compared as one string, not as a tuple of
     parts: a fifth of the time for 65,536 node names). Each digit run, without its leading
-    zeros, becomes its length as one character and then its digits; parts are joined by NUL,
-    which sorts before any character a name holds, as a shorter text part sorts first."""
-    parts = _DIGITS.split(name.lower())
-    parts[1::2] = [chr(len(run)) + run for run in (d.lstrip("0") or "0" for d in parts[1::2])]
-    return "\0".join(parts)
+    zeros, becomes NUL, its length as one character, then its digits: NUL sorts before any
+    character a name holds, as a shorter text part sorts first."""
+    return _DIGITS.sub(_sortable_run, name.lower())
+
+
+def _sortable_run(run: re.Match[str]) -> str:
+    digits = run.group().lstrip("0") or "0"
+    return "\0" + chr(len(digits)) + digits
 
 
 def label_value(raw: str) -> str:
