@@ -20,7 +20,7 @@ Reach = tuple[tuple[str, ...], tuple[int, ...]]  # leaf switch names (sorted), H
 
 
 def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
-    """For each host of `dump.host_switch` (in its order), the index in `nodes` of the node
+    """For each host of `dump.hosts()` (in its order), the index in `nodes` of the node
     whose status lists its node GUID, else one of its port GUIDs (-1: none). None when one GUID
     is claimed by two nodes (the caller names them)."""
     sizes = np.fromiter(map(len, nodes.values()), np.int64, len(nodes))
@@ -30,19 +30,24 @@ def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
     guids, owner = guids[order], owner[order]
     if (guids[1:] == guids[:-1]).any():
         return None
-    hosts = list(dump.host_switch)
+    hosts = np.asarray(dump.hosts()[0], np.int64)
     node_of = np.full(len(hosts), -1, np.int64)
-    if not len(guids) or not hosts:
+    if not len(guids) or not len(hosts):
         return node_of
-    wanted = np.array(dump.guids_of(hosts), np.uint64)
+    wanted = np.asarray(dump.guids_of(hosts), np.uint64)
     at = np.minimum(np.searchsorted(guids, wanted), len(guids) - 1)
     found = guids[at] == wanted
     node_of[found] = owner[at[found]]
-    missed = [i for i in np.flatnonzero(~found).tolist() if hosts[i] in dump.port_guids]
+    host_list = hosts.tolist() if dump.port_guids else []
+    missed = [
+        i
+        for i in np.flatnonzero(~found).tolist()
+        if dump.port_guids and host_list[i] in dump.port_guids
+    ]
     if missed:  # not by node GUID: by a port GUID (rarer)
         index = dict(zip(guids.tolist(), owner.tolist(), strict=True))
         for i in missed:
-            extra = dump.port_guids[hosts[i]]
+            extra = dump.port_guids[host_list[i]]
             node_of[i] = next((index[g] for g in extra if g in index), -1)
     return node_of
 
@@ -51,7 +56,7 @@ def indexed(dump: Dump, ca_node: Mapping[int, str]) -> tuple[I64, list[str]]:
     """A host -> node name mapping as `join_by_guid` gives it, with the node names."""
     node_names = sorted(set(ca_node.values()))
     index = {name: i for i, name in enumerate(node_names)}
-    got = [index.get(ca_node.get(host, ""), -1) for host in dump.host_switch]
+    got = [index.get(ca_node.get(host, ""), -1) for host in dump.hosts()[0]]
     return np.array(got, np.int64), node_names
 
 
@@ -59,22 +64,23 @@ def node_leaves(
     dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]
 ) -> dict[str, Reach]:
     """Node -> its leaf switches' names (sorted) and its HCAs cabled to each; `node_of`
-    gives each host of `dump.host_switch` (in its order) its index in `node_names` (-1: none)."""
+    gives each host of `dump.hosts()` (in its order) its index in `node_names` (-1: none)."""
     ordered = sorted(set(names.values()))
     rank = {name: r for r, name in enumerate(ordered)}
     numbers = list(names)
     switch_rank = np.zeros(max(numbers, default=0) + 1, np.int64)
     switch_rank[numbers] = [rank[names[n]] for n in numbers]
-    first = np.fromiter(dump.host_switch.values(), np.int64, len(dump.host_switch))
+    hosts, firsts = dump.hosts()
+    first = np.asarray(firsts, np.int64)
     placed = node_of >= 0
     keys = [node_of[placed] << 32 | switch_rank[first[placed]]]
     if dump.host_more:  # HCAs cabled to several switches: rare, one line each
-        hosts = list(dump.host_switch)
+        host_list = list(hosts)
         more = [
             node << 32 | rank[names[s]]
             for i, node in enumerate(node_of.tolist())
-            if node >= 0 and hosts[i] in dump.host_more
-            for s in dump.host_more[hosts[i]]
+            if node >= 0 and host_list[i] in dump.host_more
+            for s in dump.host_more[host_list[i]]
         ]
         keys.append(np.array(more, np.int64))
     pairs, counts = np.unique(np.concatenate(keys), return_counts=True)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibdump import Dump
+from webhook.fabric.ibdump import Column, Dump
 
 I64 = NDArray[np.int64]
 I32 = NDArray[np.int32]
@@ -96,8 +96,8 @@ class PackedTexts:
     """Node ids and descriptions kept as arrays and one buffer, made into strings on demand:
     the labeler reads a few thousand switch names, not half a million HCAs' descriptions."""
 
-    def __init__(self, kinds: U8, text: Words, descs: bytes, desc_sizes: I64) -> None:
-        self.kinds, self.text, self.buffer = kinds, text, descs
+    def __init__(self, kinds: U8, text: Words, descs: bytes, desc_sizes: I64, guids: U64) -> None:
+        self.kinds, self.text, self.buffer, self.guids = kinds, text, descs, guids
         self.starts = np.concatenate(([0], np.cumsum(desc_sizes + 1)))
 
     def ids(self) -> list[str]:
@@ -114,12 +114,16 @@ class PackedTexts:
         got: list[str] = self.buffer.decode("ascii").split("\n")[:-1]
         return got
 
+    def guids_of(self, numbers: Column) -> U64:
+        return self.guids[np.asarray(numbers, np.int64)]
+
     def ids_of(self, numbers: list[int]) -> list[str]:
         return PackedTexts(
             self.kinds[numbers],
             (self.text[0][numbers], self.text[1][numbers]),
             b"",
             np.zeros(0, np.int64),
+            self.guids[numbers],
         ).ids()
 
     def descs_of(self, numbers: list[int]) -> list[str]:
@@ -159,7 +163,7 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     each step's arrays once used: 2 million port lines are 16 MB per 64-bit column."""
     kind, guid, declared = _u8(blocks.kinds), _u64(blocks.guids), _i64(blocks.declared)
     text = (_u64([t[0] for t in blocks.texts]), _u64([t[1] for t in blocks.texts]))
-    texts = PackedTexts(kind, text, b"".join(blocks.descs), _i64(blocks.desc_sizes))
+    texts = PackedTexts(kind, text, b"".join(blocks.descs), _i64(blocks.desc_sizes), guid)
     dump = Dump("topology", generated=generated, guids=guid.tolist(), texts=texts)
     nodes = len(kind)
     if not nodes:
@@ -292,9 +296,7 @@ def _hosts(
         return
     hosts, first = np.unique(host, return_index=True)
     in_order = np.argsort(first, kind="stable")
-    dump.host_switch = dict(
-        zip(hosts[in_order].tolist(), switch[first[in_order]].tolist(), strict=True)
-    )
+    dump.host_columns = (hosts[in_order], switch[first[in_order]])
     first_switch = np.full(int(host.max()) + 1, -1, np.int64)
     first_switch[hosts] = switch[first]
     other = switch != first_switch[host]

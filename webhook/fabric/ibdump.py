@@ -6,8 +6,15 @@ node ids and descriptions stay packed until something asks for them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+if TYPE_CHECKING:  # a scanned dump's columns are NumPy arrays; the line parser's are lists
+    import numpy as np
+    from numpy.typing import NDArray
+
+Column: TypeAlias = "Sequence[int] | NDArray[np.integer[Any]]"
 
 
 class NodeTexts(Protocol):
@@ -24,6 +31,8 @@ class NodeTexts(Protocol):
     def ids_of(self, numbers: list[int]) -> list[str]: ...
 
     def descs_of(self, numbers: list[int]) -> list[str]: ...
+
+    def guids_of(self, numbers: Column) -> Column: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +59,7 @@ class Dump:
     desc_list: list[str] = field(default_factory=list)  # number -> NodeDescription ("" if unknown)
     port_guids: dict[int, set[int]] = field(default_factory=dict)  # only GUIDs != the node GUID
     switch_links: dict[int, set[int]] = field(default_factory=dict)  # switch -> cabled switches
-    host_switch: dict[int, int] = field(default_factory=dict)  # CA/router -> a switch it is on
+    host_first: dict[int, int] = field(default_factory=dict)  # CA/router -> a switch (see below)
     host_more: dict[int, set[int]] = field(default_factory=dict)  # ... and any further ones
     switch_cables: dict[int, int] = field(default_factory=dict)  # switch -> cables to switches
     generated: str = ""
@@ -59,6 +68,23 @@ class Dump:
     guids: list[int] = field(default_factory=list)  # number -> node GUID, when the reader had it
     switch_numbers: list[int] | None = None  # the switches, when the reader had them
     texts: NodeTexts | None = None  # a scanned dump's ids and descriptions, made on demand
+    # A scanned dump's hosts and the first switch each is cabled to, as two columns (NumPy):
+    # `host_switch` is made from them on first use.
+    host_columns: tuple[Column, Column] | None = None
+
+    @property
+    def host_switch(self) -> dict[int, int]:
+        """CA/router -> the first switch it is cabled to (in dump order)."""
+        if self.host_columns is not None and not self.host_first:
+            hosts, switches = self.host_columns
+            self.host_first = dict(zip(list(hosts), list(switches), strict=True))
+        return self.host_first
+
+    def hosts(self) -> tuple[Column, Column]:
+        """The hosts cabled to a switch and the first switch of each, as columns."""
+        if self.host_columns is not None:
+            return self.host_columns
+        return list(self.host_first), list(self.host_first.values())
 
     @property
     def ids(self) -> list[str]:
@@ -132,8 +158,10 @@ class Dump:
     def guid(self, number: int) -> int:
         return self.guids[number] if self.guids else int(self.ids[number][2:], 16)
 
-    def guids_of(self, numbers: list[int]) -> list[int]:
+    def guids_of(self, numbers: Column) -> Column:
         """The node GUIDs of `numbers` (one call for half a million HCAs)."""
+        if self.texts is not None:
+            return self.texts.guids_of(numbers)
         if self.guids:
             return list(map(self.guids.__getitem__, numbers))
         ids = self.ids
