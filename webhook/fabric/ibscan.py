@@ -41,6 +41,7 @@ _ONES, _HIGH, _LOW4 = (
     np.uint64(0x0F0F0F0F0F0F0F0F),
 )
 _ZEROS, _ALL = _ONES * np.uint64(0x30), np.uint64(0xFFFFFFFFFFFFFFFF)  # "00000000"; every bit
+_BYTE_INDEX = np.uint64(0x0001020304050607)
 _M8, _M16, _M32 = np.uint64(0x000F000F000F000F), np.uint64(0x000000FF000000FF), np.uint64(0xFFFF)
 
 
@@ -63,33 +64,36 @@ def scan(src: Chunks) -> Dump | None:
     blocks, cables = Blocks(_guid_values), Cables(_guid_values)
     generated = ""
     try:
-        for window in _windows(src):
-            got = _window(window, blocks, cables)
+        for window, size in _windows(src):
+            got = _window(window, size, blocks, cables)
             generated = generated or got
     except _Declined:
         return None
     return assemble(blocks, cables, generated)
 
 
-def _windows(src: Chunks) -> Iterator[bytes]:
+def _windows(src: Chunks) -> Iterator[tuple[bytes, int]]:
     """Windows of whole blocks, each ending just before a blank line, ASCII only (the line
-    parser strips Unicode spaces that the byte layout cannot see)."""
+    parser strips Unicode spaces that the byte layout cannot see): (bytes, size), the bytes
+    running _PAD past the window into the next one (or zeros), so that a field read just past
+    the window's last line stays inside without a copy to pad it."""
     held: list[str] = []
     size = 0
     for chunk in src():
         held.append(chunk)
         size += len(chunk)
-        if size < _WINDOW:
+        if size < _WINDOW + _PAD:
             continue
         text = "".join(held)
-        cut = text.rfind("\n\n")
+        cut = text.rfind("\n\n", 0, len(text) - _PAD)
         if cut >= 0:
-            yield _encoded(text[: cut + 1])
+            yield _encoded(text[: cut + 1 + _PAD]), cut + 1
             text = text[cut + 1 :]
         held, size = [text], len(text)
     text = "".join(held)
     if text:
-        yield _encoded(text if text.endswith("\n") else text + "\n")
+        text = text if text.endswith("\n") else text + "\n"
+        yield _encoded(text + "\0" * _PAD), len(text)
 
 
 def _encoded(text: str) -> bytes:
@@ -98,10 +102,11 @@ def _encoded(text: str) -> bytes:
     return text.encode("ascii")
 
 
-def _window(data: bytes, blocks: Blocks, cables: Cables) -> str:
-    """Add one window's blocks and cables; return its `# ... generated on` date ("" if none)."""
-    a = np.frombuffer(data + bytes(_PAD), np.uint8)
-    ends = np.flatnonzero(a == _NL)
+def _window(data: bytes, size: int, blocks: Blocks, cables: Cables) -> str:
+    """Add one window's blocks and cables (its first `size` bytes); return its `# ...
+    generated on` date ("" if none)."""
+    a = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(a[:size] == _NL)
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
@@ -118,15 +123,16 @@ def _window(data: bytes, blocks: Blocks, cables: Cables) -> str:
         known[rows[_equal(w, starts[rows], key)]] = True
     is_head = kind != 0
     _require((known | is_head).all())
-    # A port line belongs to the header right above its run of port lines.
-    above = np.maximum.accumulate(np.where(is_port, -1, np.arange(len(ends))))
+    # A port line belongs to the header right above its run of port lines: the line before
+    # each run is a header, and no header lies inside a run.
+    _require(not is_port[0])
     ports = np.flatnonzero(is_port)
+    runs = ports[~is_port[ports - 1]]
+    _require(is_head[runs - 1].all())
     heads = np.flatnonzero(is_head)
-    owner_line = above[ports]
-    _require(not (owner_line < 0).any() and is_head[owner_line].all())
     base = blocks.count
     _headers(data, a, w, starts[heads], ends[heads], kind[heads], blocks)
-    owner = base + np.cumsum(is_head)[owner_line] - 1
+    owner = base + np.cumsum(is_head)[ports] - 1
     _ports(a, w, starts[ports], owner, blocks, cables)
     return _generated(data, starts, ends, np.flatnonzero(first == ord("#")))
 
@@ -225,15 +231,16 @@ def _equal(w: U64, at: I64, text: bytes) -> Bools:
 def _find(w: U64, start: I64, char: int, words: int = 1) -> I64:
     """The first `char` in the 8 * `words` bytes from each start. A bit trick on each 8-byte
     word: a byte equal to `char` becomes zero, and the lowest zero byte raises the lowest high
-    bit (a carry may raise bits above it, never below)."""
+    bit (a carry may raise bits above it, never below); its byte's index is the top byte of
+    that bit times 0x0001020304050607."""
     found = np.full(len(start), -1, np.int64)
     for i in range(words):
         x = w[start + 8 * i] ^ (_ONES * np.uint64(char))
         zero = (x - _ONES) & ~x & _HIGH
         hit = (zero != 0) & (found < 0)
         lowest = zero[hit] & (~zero[hit] + np.uint64(1))
-        byte = (np.log2(lowest.astype(np.float64)).astype(np.int64) - 7) // 8
-        found[hit] = start[hit] + 8 * i + byte
+        byte = ((lowest >> np.uint64(7)) * _BYTE_INDEX) >> np.uint64(56)
+        found[hit] = start[hit] + 8 * i + byte.astype(np.int64)
     _require(not (found < 0).any())
     return found
 
