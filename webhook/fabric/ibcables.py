@@ -24,7 +24,7 @@ U64 = NDArray[np.uint64]
 U8 = NDArray[np.uint8]
 Words = tuple[U64, U64]  # GUIDs as printed: their 16 hex characters as two 8-byte words
 Decode = Callable[[Words], U64]
-_SWITCH = ord("S")
+_SWITCH, _HOST = ord("S"), ord("H")
 
 
 class Blocks:
@@ -74,7 +74,8 @@ class Cables:
         self.far_kind: list[U8] = []
         self.far_text: list[Words] = []
         self.far_port: list[I32] = []
-        self.far_port_guids: list[tuple[U8, Words, U64]] = []  # far end, its port GUID
+        self.far_port_guids: list[tuple[I64, U64]] = []  # port line, its far end's port GUID
+        self.count = 0
 
     def add(self, owner: I64, port: I64, kind: U8, text: Words, far_port: I64) -> None:
         # 32 bits hold any node number and port: a 65,536-node dump has 2 million port lines.
@@ -83,13 +84,15 @@ class Cables:
         self.far_kind.append(kind)
         self.far_text.append(text)
         self.far_port.append(far_port.astype(np.int32))
+        self.count += len(owner)
 
-    def far_port_guid(self, kind: U8, far: Words, text: Words) -> None:
-        """Port GUIDs printed for far ends that are not switches (padded to 16 characters)."""
+    def far_port_guid(self, rows: I64, far: Words, text: Words) -> None:
+        """Port GUIDs printed for far ends that are not switches (padded to 16 characters), on
+        the given rows of the lines added last."""
         differ = (far[0] != text[0]) | (far[1] != text[1])
         got = (text[0][differ], text[1][differ])
-        far_end = (far[0][differ], far[1][differ])
-        self.far_port_guids.append((kind[differ], far_end, self.decode(got)))
+        base = self.count - len(self.owner[-1])
+        self.far_port_guids.append((base + rows[differ], self.decode(got)))
 
 
 class PackedTexts:
@@ -168,23 +171,20 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     nodes = len(kind)
     if not nodes:
         return dump
-    # A far end is found by its kind and its GUID as printed, as the line parser finds it by
-    # its id (two blocks for one id: the line parser names them).
-    finder = _Finder(kind, text)
-    if not finder.unique:
+    hosts = np.sort(_mixed(text)[kind == _HOST])
+    if (hosts[1:] == hosts[:-1]).any():  # two blocks for one CA: the line parser names them
         return None
     far_kind = _u8(_taken(cables.far_kind))
     far_text = (_u64([t[0] for t in cables.far_text]), _u64([t[1] for t in cables.far_text]))
     cables.far_text.clear()
-    far = finder.numbers(far_kind, far_text)
-    del far_text
-    if far is None or (kind[far] != far_kind).any():
-        return None
     owner = _i32(_taken(cables.owner))
     port = _i32(_taken(cables.port))
-    if (port > declared[owner]).any() or not _paired(owner, port, far, cables):
+    if (port > declared[owner]).any():
         return None
-    del port
+    far = _far_ends(kind, text, owner, port, far_kind, far_text, _i32(_taken(cables.far_port)))
+    del far_text, port
+    if far is None:
+        return None
     on_switch = kind[owner] == _SWITCH
     to_switch = far_kind == _SWITCH
     switch_lines = np.bincount(owner[on_switch], minlength=nodes)
@@ -194,8 +194,7 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     dump.switch_numbers = switches.tolist()
     _switch_links(dump, switches, owner, far, on_switch & to_switch & (far != owner), nodes)
     _hosts(dump, owner, far, on_switch, to_switch)
-    if not _port_guids(dump, blocks, cables, finder):
-        return None
+    _port_guids(dump, blocks, cables, far)
     return dump
 
 
@@ -219,18 +218,19 @@ def _finalized(x: U64) -> U64:
 
 
 class _Finder:
-    """Node numbers by kind and GUID text: one sorted key array per kind (the few thousand
-    switches' keys stay in cache for the millions of lines that name a switch)."""
+    """Node numbers of switches and routers by kind and GUID text: one sorted key array per
+    kind (the few thousand switches' keys stay in cache for the millions of lines that name
+    one)."""
 
     def __init__(self, kind: U8, text: Words) -> None:
         self.text = text
-        key = _mixed(text)
         self.by_kind: dict[int, tuple[U64, I64]] = {}
         self.unique = True
-        for letter in b"SHR":
+        for letter in b"SR":
             numbers = np.flatnonzero(kind == letter)
-            order = np.argsort(key[numbers], kind="stable")
-            keys = key[numbers][order]
+            key = _mixed((text[0][numbers], text[1][numbers]))
+            order = np.argsort(key, kind="stable")
+            keys = key[order]
             self.unique &= not (keys[1:] == keys[:-1]).any()
             self.by_kind[letter] = (keys, numbers[order])
 
@@ -245,25 +245,52 @@ class _Finder:
                 found[rows] = numbers[at]
         if (found < 0).any():
             return None
-        text = self.text
-        if not ((text[0][found] == far[0]) & (text[1][found] == far[1])).all():
-            return None
-        return found
+        return found if _spelled(self.text, found, far) else None
 
 
-def _paired(owner: I32, port: I32, far: I64, cables: Cables) -> bool:
-    """Every end (node << 32 | port) listed once, and its far end lists it back."""
-    if not len(owner):
-        return True
+def _spelled(text: Words, numbers: I64, printed: Words) -> bool:
+    """Whether the nodes' GUIDs are the ones printed."""
+    return bool(((text[0][numbers] == printed[0]) & (text[1][numbers] == printed[1])).all())
+
+
+def _far_ends(
+    kind: U8, text: Words, owner: I32, port: I32, far_kind: U8, far_text: Words, far_port: I32
+) -> I64 | None:
+    """Each port line's far node, every cable checked from both of its ends (ends listed once,
+    each listed back). A far switch or router is looked up by its GUID text; a far CA is the
+    node of the line that lists the cable from the CA's end, which the same sort finds: so the
+    half million CAs need no lookup of their own (their printed GUIDs are checked)."""
+    finder = _Finder(kind, text)
+    if not finder.unique:
+        return None
     end = owner.astype(np.int64) << 32 | port
-    back = far << 32 | _i32(_taken(cables.far_port))
     order = np.argsort(end, kind="stable")
     ends = end[order]
-    if (ends[1:] == ends[:-1]).any():
-        return False
+    if (ends[1:] == ends[:-1]).any():  # a port listed twice
+        return None
+    known = np.flatnonzero(far_kind != _HOST)
+    looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
+    if looked is None:
+        return None
+    back = looked << 32 | far_port[known]
     at = np.minimum(np.searchsorted(ends, back), len(ends) - 1)
-    del ends
-    return bool(((end[order[at]] == back) & (back[order[at]] == end)).all())
+    if not (ends[at] == back).all():
+        return None
+    reverse = order[at]  # the line that lists each known line's cable from its far end
+    far = np.full(len(owner), -1, np.int64)
+    far[known] = looked
+    to_host = far_kind[reverse] == _HOST
+    far[reverse[to_host]] = owner[known[to_host]]
+    hosts = np.flatnonzero(far_kind == _HOST)
+    if (far < 0).any() or (kind[far[hosts]] != _HOST).any():  # a CA nobody lists back
+        return None
+    if not _spelled(text, far[hosts], (far_text[0][hosts], far_text[1][hosts])):
+        return None
+    # Every cable both ways: each known line's far end lists it back, and that covers each
+    # line to a CA too (it is the far end of exactly one known line).
+    if not ((far[reverse] << 32 | far_port[reverse]) == end[known]).all():
+        return None
+    return far
 
 
 def _switch_links(
@@ -304,15 +331,10 @@ def _hosts(
         dump.host_more.setdefault(h, set()).add(s)
 
 
-def _port_guids(dump: Dump, blocks: Blocks, cables: Cables, finder: _Finder) -> bool:
+def _port_guids(dump: Dump, blocks: Blocks, cables: Cables, far: I64) -> None:
     """Port GUIDs that differ from their node's GUID (the labeler joins on both)."""
     pairs = [(n.tolist(), g.tolist()) for n, g in blocks.own_port_guids]
-    for far_kind, far_text, port_guid in cables.far_port_guids:
-        far = finder.numbers(far_kind, far_text)
-        if far is None:
-            return False
-        pairs.append((far.tolist(), port_guid.tolist()))
+    pairs += [(far[rows].tolist(), g.tolist()) for rows, g in cables.far_port_guids]
     for numbers, guids in pairs:
         for number, port_guid in zip(numbers, guids, strict=True):
             dump.port_guids.setdefault(number, set()).add(port_guid)
-    return True

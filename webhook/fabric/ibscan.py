@@ -195,7 +195,7 @@ def _ports(a: U8, w: U64, s: I64, owner: I64, blocks: Blocks, cables: Cables) ->
         blocks.port_guids(owner[own], _padded(w, close[own] + 2, own_end))
     if len(paren):
         far_end = (far[0][paren], far[1][paren])
-        cables.far_port_guid(far_kind[paren], far_end, _padded(w, far_close[paren] + 2, paren_end))
+        cables.far_port_guid(paren, far_end, _padded(w, far_close[paren] + 2, paren_end))
 
 
 def _generated(data: bytes, starts: I64, ends: I64, rows: I64) -> str:
