@@ -1,0 +1,37 @@
+"""Natural order: digit runs compare as numbers (`leaf2` < `leaf10`), text as text, and the name
+itself breaks ties. natural_sorted sorts by one string per name; it must give exactly the order
+of the tuple key it stands for."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.fabric.names import natural_key, natural_sorted
+
+NAMES = st.lists(st.text(alphabet="ab-_.Z0129x", max_size=10), max_size=40)
+
+
+@given(NAMES)
+def test_natural_sorted_is_the_order_of_the_natural_key(names: list[str]) -> None:
+    assert natural_sorted(names) == sorted(names, key=lambda n: (natural_key(n), n))
+
+
+@given(NAMES)
+def test_natural_sorted_takes_any_iterable(names: list[str]) -> None:
+    assert natural_sorted(iter(names)) == natural_sorted(names)
+
+
+def test_numbers_compare_as_numbers_and_leading_zeros_break_ties_by_name() -> None:
+    names = ["leaf10", "leaf2", "leaf-1", "leaf", "Leaf02", "leaf002", "1leaf", "leaf2b"]
+    # "leaf-1" after "leaf10": the text "leaf" sorts before "leaf-", as a shorter text does.
+    assert natural_sorted(names) == [
+        "1leaf",
+        "leaf",
+        "Leaf02",
+        "leaf002",
+        "leaf2",
+        "leaf2b",
+        "leaf10",
+        "leaf-1",
+    ]
