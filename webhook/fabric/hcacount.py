@@ -8,15 +8,15 @@ What stays per node (a few thousand to 65,536 of them) is one small dict.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain, pairwise
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
 
 from webhook.fabric.ibdump import Dump
+from webhook.fabric.reaches import Reaches
 
 I64 = NDArray[np.int64]
-Reach = tuple[tuple[str, ...], tuple[int, ...]]  # leaf switch names (sorted), HCAs on each
 
 
 def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
@@ -60,11 +60,9 @@ def indexed(dump: Dump, ca_node: Mapping[int, str]) -> tuple[I64, list[str]]:
     return np.array(got, np.int64), node_names
 
 
-def node_leaves(
-    dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]
-) -> dict[str, Reach]:
-    """Node -> its leaf switches' names (sorted) and its HCAs cabled to each; `node_of`
-    gives each host of `dump.hosts()` (in its order) its index in `node_names` (-1: none)."""
+def reaches(dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]) -> Reaches:
+    """Each node's leaf switches and its HCAs cabled to each; `node_of` gives each host of
+    `dump.hosts()` (in its order) its index in `node_names` (-1: none)."""
     ordered = sorted(set(names.values()))
     rank = {name: r for r, name in enumerate(ordered)}
     numbers = list(names)
@@ -84,12 +82,4 @@ def node_leaves(
         ]
         keys.append(np.array(more, np.int64))
     pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
-    node = (pairs >> 32).tolist()
-    leaf = list(map(ordered.__getitem__, (pairs & 0xFFFFFFFF).tolist()))
-    count = counts.tolist()
-    cut = [0, *(np.flatnonzero(np.diff(pairs >> 32)) + 1).tolist(), len(node)]
-    return {
-        node_names[node[a]]: (tuple(leaf[a:b]), tuple(count[a:b]))
-        for a, b in pairwise(cut)
-        if b > a
-    }
+    return Reaches.of(node_names, ordered, pairs, counts)

@@ -11,6 +11,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from itertools import pairwise, repeat
 
+import numpy as np
+
 from webhook.fabric import hcacount
 from webhook.fabric.build import UnionFind, spines_from_parents
 from webhook.fabric.ibdump import Dump
@@ -86,15 +88,14 @@ def _hosts_on_spines(dump: Dump, ca_node: Mapping[int, str]) -> dict[int, int]:
     }
 
 
-def _rail_groups(node_leaves: Mapping[str, hcacount.Reach]) -> UnionFind:
+def _rail_groups(kinds: Counter[tuple[str, ...]]) -> UnionFind:
     """Merge leaves that serve mostly the same nodes (rails of one scalable unit).
 
     Two leaves merge when at least half the nodes of the smaller one also reach the other: a whole
     SU shares its rail leaves, while a rail swap or a miscabled HCA links two leaves through one
     node only, which is not enough to merge two SUs.
     """
-    # Nodes of one scalable unit reach the same leaves: count each set of leaves once.
-    kinds = Counter(leaves for leaves, _ in node_leaves.values())
+    # Nodes of one scalable unit reach the same leaves: each set of leaves is counted once.
     served: dict[str, int] = Counter()
     for names, k in kinds.items():
         for a in names:
@@ -151,31 +152,28 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             node_of, node_names = hcacount.indexed(dump, ca_node)
         else:
             node_of, node_names = joined, list(nodes)
-    node_leaves = hcacount.node_leaves(dump, names, node_of, node_names)
-    groups = _rail_groups(node_leaves)
+    reach = hcacount.reaches(dump, names, node_of, node_names)
+    groups = _rail_groups(reach.kinds())
     leaf_of_switch = {}
     for group in groups.groups():
         first = natural_sorted(group)[0]
         for sw in group:
             leaf_of_switch[sw] = first
-    members: dict[str, list[str]] = defaultdict(list)
+    domain_names = sorted(set(leaf_of_switch.values()))
+    index = {d: i for i, d in enumerate(domain_names)}
+    domain_of_leaf = np.array([index.get(leaf_of_switch.get(n, ""), -1) for n in reach.leaves])
+    whole, across = reach.domains(domain_of_leaf, domain_names)
+    members: dict[str, list[str]] = defaultdict(list, whole)
     unplaced: list[Unplaced] = []
     spread: list[tuple[str, str]] = []
-    for node, (reach, counts) in node_leaves.items():
-        domains = {leaf_of_switch[sw] for sw in reach}
-        if len(domains) == 1:  # the common case: every HCA in one leaf domain
-            members[domains.pop()].append(node)
-            continue
-        per_domain: Counter[str] = Counter()
-        for sw, count in zip(reach, counts, strict=True):
-            per_domain[leaf_of_switch[sw]] += count
+    for node, per_domain in across:  # HCAs in several leaf domains: the most of them wins
         best = min(per_domain, key=lambda d: (-per_domain[d], natural_key(d)))
         members[best].append(node)
         where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
         msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
         spread.append((node, f"node {node}: {msg}"))
     problems += [msg for _, msg in sorted(spread, key=lambda p: (natural_key(p[0]), p[0]))]
-    for node in natural_sorted(set(nodes or ()) - set(node_leaves)):
+    for node in natural_sorted(set(nodes or ()).difference(reach.placed())):
         why = (
             "no compute HCA GUID in the status"
             if not (nodes or {}).get(node)
