@@ -181,3 +181,15 @@ def test_only_a_newline_ends_a_line() -> None:
     edited = "\n".join(lines)
     assert "MT25408\fConnectX" in ibnet.parse(edited).descs
     assert "MT25408\fConnectX" in lines_only(edited).descs
+
+
+def test_a_node_whose_hcas_span_leaf_domains_goes_where_most_are_and_is_named() -> None:
+    tree = FatTree(3, 4, rails=4, spines=2, tiers=2, swap={("su1-n2", 1): "su2-rail1"})
+    text, statuses = tree.render()
+    fabric = ibfabric.derive(ibnet.parse(text), join.from_statuses(statuses.items()))
+    leaf = {n: lf.id for lf in fabric.leaves for n in lf.nodes}
+    assert leaf["su1-n2"] == leaf["su1-n1"] == "su1-rail1"
+    assert (
+        "node su1-n2: HCAs on 2 leaf domains (su1-rail1: 3, su2-rail1: 1); placed in su1-rail1"
+        in fabric.problems
+    )
