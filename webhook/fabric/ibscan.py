@@ -9,8 +9,9 @@ upper-case or short GUIDs, `-g` grouping, tool messages, a line cut short) makes
 None and the line parser reads the dump again: it accepts exactly the same dumps, and it names
 the line of a problem. This module never reports an error; it only declines.
 
-Every field is found from two landmarks: the line's newline and its first double quote (the far
-end's id on a port line, the node's own id on a Switch/Ca/Rt line).
+Fields are read as 8-byte words (one gather reads up to 8 characters; a bit trick finds a
+`]`, `)` or space among them), from the line's start along the layout, and every byte up to the
+comment is checked, so no field is ever read from the next line.
 """
 
 from __future__ import annotations
@@ -43,16 +44,6 @@ _ONES, _HIGH, _LOW4 = (
 _ZEROS, _ALL = _ONES * np.uint64(0x30), np.uint64(0xFFFFFFFFFFFFFFFF)  # "00000000"; every bit
 _BYTE_INDEX = np.uint64(0x0001020304050607)
 _M8, _M16, _M32 = np.uint64(0x000F000F000F000F), np.uint64(0x000000FF000000FF), np.uint64(0xFFFF)
-
-
-def _table(chars: bytes) -> U8:
-    """Byte -> its digit value (255: not a digit of that base)."""
-    out = np.full(256, 255, np.uint8)
-    out[np.frombuffer(chars, np.uint8)] = np.arange(len(chars), dtype=np.uint8)
-    return out
-
-
-_HEX, _DEC = _table(b"0123456789abcdef"), _table(b"0123456789")
 
 
 class _Declined(Exception):
