@@ -265,18 +265,17 @@ def _far_ends(
         return None
     end = owner.astype(np.int64) << 32 | port
     order = np.argsort(end, kind="stable")
-    ends = end[order]
-    if (ends[1:] == ends[:-1]).any():  # a port listed twice
+    if (np.diff(end[order]) == 0).any():  # a port listed twice
         return None
     known = np.flatnonzero(far_kind != _HOST)
     looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
     if looked is None:
         return None
     back = looked << 32 | far_port[known]
-    at = np.minimum(np.searchsorted(ends, back), len(ends) - 1)
-    if not (ends[at] == back).all():
+    reverse = order[np.minimum(np.searchsorted(end, back, sorter=order), len(end) - 1)]
+    if not (end[reverse] == back).all():
         return None
-    reverse = order[at]  # the line that lists each known line's cable from its far end
+    del back, order  # `reverse`: the line that lists each known line's cable from its far end
     far = np.full(len(owner), -1, np.int64)
     far[known] = looked
     to_host = far_kind[reverse] == _HOST
