@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
@@ -27,16 +28,19 @@ def natural_sorted(names: Iterable[str]) -> list[str]:
 
 def _sort_key(name: str) -> str:
     """A string that sorts as (natural_key(name), name) does: one string compared, not a
-    tuple of parts (65,536 node names sort in 60% of the time). NUL NUL ends the natural
+    tuple of parts (65,536 node names sort in about half the time). NUL NUL ends the natural
     part, before the name itself breaks ties."""
-    return _DIGITS.sub(_sortable_run, name.lower()) + "\0\0" + name
+    parts = _DIGITS.split(name.lower())
+    parts[1::2] = map(_sortable_run, parts[1::2])  # cached: no Python call for a known run
+    return "".join(parts) + "\0\0" + name
 
 
-def _sortable_run(run: re.Match[str]) -> str:
+@functools.lru_cache(maxsize=1 << 16)
+def _sortable_run(run: str) -> str:
     """A digit run, without its leading zeros, becomes NUL, a character for its length, then
     its digits: NUL sorts before any character a name holds, as a shorter text part sorts
     first; a longer run is a larger number."""
-    digits = run.group().lstrip("0") or "0"
+    digits = run.lstrip("0") or "0"
     return "\0" + chr(_RUN_LENGTH + len(digits)) + digits
 
 
