@@ -193,3 +193,42 @@ def test_a_node_whose_hcas_span_leaf_domains_goes_where_most_are_and_is_named() 
         "node su1-n2: HCAs on 2 leaf domains (su1-rail1: 3, su2-rail1: 1); placed in su1-rail1"
         in fabric.problems
     )
+
+
+def test_blocks_in_any_order_read_the_same() -> None:
+    text, _ = FatTree(3, 4, rails=2, spines=2, tiers=2).render()
+    head, *blocks = text.split("\n\n")
+    random.Random(7).shuffle(blocks)
+    shuffled = "\n\n".join([head, *blocks])
+    dump = scanned(shuffled)
+    assert dump is not None
+    assert graph(dump) == graph(lines_only(shuffled)) == graph(lines_only(text))
+
+
+def test_a_router_reads_as_the_line_parser_reads_it() -> None:
+    text, _ = FatTree(2, 2, rails=1, spines=1, tiers=2).render()
+    leaf = next(line for line in text.split("\n") if line.startswith("Switch\t"))
+    guid = leaf.split('"')[1]
+    declared = int(leaf.split("\t")[1].split()[0])
+    router = "R-e09d7303000000ff"
+    text = text.replace(
+        leaf,
+        leaf.replace(f"Switch\t{declared} ", f"Switch\t{declared + 1} ")
+        + f'\n[{declared + 1}]\t"{router}"[1](e09d7303000000ff) \t\t# "gw-1" lid 9 4xNDR',
+    )
+    text += (
+        "\nvendid=0x2c9\ndevid=0x1021\nrtguid=0xe09d7303000000ff\n"
+        f'Rt\t1 "{router}"\t\t# "gw-1"\n'
+        f'[1](e09d7303000000ff) \t"{guid}"[{declared + 1}]\t\t# lid 9 lmc 0 "sw" lid 1 4xNDR\n'
+    )
+    dump = scanned(text)
+    assert dump is not None
+    assert graph(dump) == graph(lines_only(text))
+    assert graph(dump)["hosts"][router] == {guid}
+
+
+def test_carriage_returns_go_to_the_line_parser_and_read_the_same() -> None:
+    text = ref("ibnetdiscover/psmn-x5.topofile")
+    crlf = text.replace("\n", "\r\n")
+    assert scanned(crlf) is None
+    assert graph(ibnet.parse(crlf)) == graph(ibnet.parse(text))
