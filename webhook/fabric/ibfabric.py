@@ -19,6 +19,7 @@ from webhook.fabric.ibdump import Dump
 from webhook.fabric.ibnet import switch_name
 from webhook.fabric.model import Fabric, Leaf, Unplaced
 from webhook.fabric.names import natural_key, natural_sorted
+from webhook.fabric.natorder import natural_ranks
 
 _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 
@@ -194,12 +195,17 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             f"{missing} node(s) with compute HCAs are not in the dump{when}: is the dump older "
             "than the newest nodes? Run ibnetdiscover again"
         )
+    rank = natural_ranks(n for nodes_of in members.values() for n in nodes_of)
     switch_of_name = {v: k for k, v in names.items()}
     domain_switches: dict[str, list[str]] = defaultdict(list)
     for sw, dom in leaf_of_switch.items():
         domain_switches[dom].append(sw)
     leaves = [
-        Leaf(dom, tuple(natural_sorted(domain_switches[dom])), tuple(natural_sorted(members[dom])))
+        Leaf(
+            dom,
+            tuple(natural_sorted(domain_switches[dom])),
+            tuple(sorted(members[dom], key=rank.__getitem__)),
+        )
         for dom in domain_switches
         if members[dom]
     ]

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from webhook.fabric.names import natural_key, natural_sorted
+from webhook.fabric.natorder import natural_ranks
 
 NAMES = st.lists(st.text(alphabet="ab-_.Z0129x", max_size=10), max_size=40)
 
@@ -35,3 +36,15 @@ def test_numbers_compare_as_numbers_and_leading_zeros_break_ties_by_name() -> No
         "leaf10",
         "leaf-1",
     ]
+
+
+@given(st.lists(st.text(alphabet="ab-_.Z0129x", max_size=10), min_size=0, max_size=200))
+def test_natural_ranks_all_at_once_give_the_same_order(names: list[str]) -> None:
+    ranks = natural_ranks(names)
+    assert sorted(set(names), key=ranks.__getitem__) == natural_sorted(set(names))
+
+
+def test_natural_ranks_of_names_outside_ascii_are_still_natural() -> None:
+    names = ["nœud10", "nœud9", "n\u00e9ud1", "leaf00120", "leaf120", "leaf0"]
+    ranks = natural_ranks(names)
+    assert sorted(names, key=ranks.__getitem__) == natural_sorted(names)
