@@ -167,7 +167,7 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     kind, guid, declared = _u8(blocks.kinds), _u64(blocks.guids), _i64(blocks.declared)
     text = (_u64([t[0] for t in blocks.texts]), _u64([t[1] for t in blocks.texts]))
     texts = PackedTexts(kind, text, b"".join(blocks.descs), _i64(blocks.desc_sizes), guid)
-    dump = Dump("topology", generated=generated, guids=guid.tolist(), texts=texts)
+    dump = Dump("topology", generated=generated, texts=texts)
     nodes = len(kind)
     if not nodes:
         return dump

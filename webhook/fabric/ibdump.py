@@ -65,7 +65,6 @@ class Dump:
     generated: str = ""
     skipped: list[int] = field(default_factory=list)  # 1-based lines before the header (tool noise)
     numbers: dict[str, int] | None = None  # node id -> its number (see `index`)
-    guids: list[int] = field(default_factory=list)  # number -> node GUID, when the reader had it
     switch_numbers: list[int] | None = None  # the switches, when the reader had them
     texts: NodeTexts | None = None  # a scanned dump's ids and descriptions, made on demand
     # A scanned dump's hosts and the first switch each is cabled to, as two columns (NumPy):
@@ -156,14 +155,14 @@ class Dump:
             self.host_more.setdefault(host, set()).add(switch)
 
     def guid(self, number: int) -> int:
-        return self.guids[number] if self.guids else int(self.ids[number][2:], 16)
+        if self.texts is not None:
+            return int(self.texts.guids_of([number])[0])
+        return int(self.id_list[number][2:], 16)
 
     def guids_of(self, numbers: Column) -> Column:
         """The node GUIDs of `numbers` (one call for half a million HCAs)."""
         if self.texts is not None:
             return self.texts.guids_of(numbers)
-        if self.guids:
-            return list(map(self.guids.__getitem__, numbers))
         ids = self.ids
         return [int(ids[n][2:], 16) for n in numbers]
 
