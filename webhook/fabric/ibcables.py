@@ -206,9 +206,9 @@ def _taken(parts: list[Any]) -> list[Any]:
 
 
 def _mixed(text: Words) -> U64:
-    """One 64-bit key per GUID text (splitmix64's finalizer over both words; a lookup checks
+    """One 64-bit key per GUID text (splitmix64's finalizer over the words; a lookup checks
     both words, so a clash only declines)."""
-    return _finalized(_finalized(text[0]) ^ text[1])
+    return _finalized((text[0] * np.uint64(0x9E3779B97F4A7C15)) ^ text[1])
 
 
 def _finalized(x: U64) -> U64:
