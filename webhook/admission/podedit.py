@@ -5,10 +5,11 @@ dicts and lists on the paths it may write (metadata.annotations, spec, the node 
 each term's matchExpressions, containers with their env and volumeMounts, volumes); the rest is
 shared with the original, which is never changed. Each edit records one JSONPatch "add", except
 inside an object the edit itself created: that object's own op carries it (ops hold the live
-objects and are serialized after the last edit). So no diff of the whole pod is needed;
-tests/webhook/patch_oracle.py computes the same patch from the outside, and the property tests
-hold the two together. In place (the server's review, whose pod is dropped after its ops are sent)
-nothing is copied, and the plan's constant expressions go into the pod as they are.
+objects and are serialized after the last edit), and inside a term's matchExpressions: one "add" of
+the whole list as it ends up carries them all. So no diff of the whole pod is needed;
+tests/webhook/patch_oracle.py computes an equivalent patch from the outside, and the property
+tests hold the two together. In place (the server's review, whose pod is dropped after its ops are
+sent) nothing is copied, and the plan's constant expressions go into the pod as they are.
 """
 
 from __future__ import annotations
@@ -161,21 +162,22 @@ class PodEdit:
         if not terms:  # the term this edit adds is its own: its op carries what goes in
             self._append((terms, fresh), _TERMS, {"matchExpressions": []})
             fresh = True
-        ops, shared, created = self.ops, self.shared, self._created
+        shared, created = self.shared, self._created
         for i, term in enumerate(terms):
             have = term.get("matchExpressions")
             at_fresh = fresh
             if have is None or created:  # an object to create, or one this edit made
                 slot = (term, fresh or id(term) in created)
                 have, at_fresh = self._member(slot, f"{_TERMS}/{i}", "matchExpressions", list)
-            n, at = len(have), f"{_TERMS}/{i}/matchExpressions/"
+            n = len(have)
             for expr in exprs:
                 if expr not in have:
-                    item = expr if shared else copy.deepcopy(expr)  # see _own
-                    have.append(item)
-                    if not at_fresh:
-                        ops.append({"op": "add", "path": f"{at}{n}", "value": item})
-                    n += 1
+                    have.append(expr if shared else copy.deepcopy(expr))  # see _own
+            if len(have) > n and not at_fresh:
+                # One op for the term: its list as it ends up (an "add" of a member the term
+                # has replaces it), where one op per expression cost 5 ops for the usual term.
+                path = f"{_TERMS}/{i}/matchExpressions"
+                self.ops.append({"op": "add", "path": path, "value": have})
 
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
         """Weighted preferred terms ({weight, preference: {matchExpressions}}), each unless the
