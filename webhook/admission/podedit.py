@@ -156,7 +156,9 @@ class PodEdit:
         return self._node_affinity
 
     def add_required(self, exprs: Sequence[Expr]) -> None:
-        """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod)."""
+        """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod). The
+        exprs are distinct (a plan's: one per label), so each is looked for among the term's own
+        expressions only."""
         required = self._member(self.node_affinity(), _NODE_AFFINITY, REQUIRED, dict)
         terms, fresh = self._member(required, _REQUIRED, "nodeSelectorTerms", list)
         if not terms:  # the term this edit adds is its own: its op carries what goes in
@@ -169,11 +171,11 @@ class PodEdit:
             if have is None or created:  # an object to create, or one this edit made
                 slot = (term, fresh or id(term) in created)
                 have, at_fresh = self._member(slot, f"{_TERMS}/{i}", "matchExpressions", list)
-            n = len(have)
-            for expr in exprs:
-                if expr not in have:
-                    have.append(expr if shared else copy.deepcopy(expr))  # see _own
-            if len(have) > n and not at_fresh:
+            new = [e for e in exprs if e not in have]
+            if not new:
+                continue
+            have.extend(new if shared else copy.deepcopy(new))  # see _own
+            if not at_fresh:
                 # One op for the term: its list as it ends up (an "add" of a member the term
                 # has replaces it), where one op per expression cost 5 ops for the usual term.
                 path = f"{_TERMS}/{i}/matchExpressions"
