@@ -224,11 +224,14 @@ class PodEdit:
         c, path = container
         names = self._names.get(path)
         if names is None:
-            env = c.get("env") or ()
-            try:  # a name of another type never equals one of ours, and costs nothing here
-                names = {e.get("name") for e in env}
-            except TypeError:  # but one that cannot be hashed (only a fuzzed review has it)
-                names = {n for e in env if isinstance(n := e.get("name"), str)}
+            env = c.get("env")
+            if not env:  # none: no comprehension (a function call of its own) to build nothing
+                names = set()
+            else:
+                try:  # a name of another type never equals one of ours, and costs nothing here
+                    names = {e.get("name") for e in env}
+                except TypeError:  # but one that cannot be hashed (only a fuzzed review has it)
+                    names = {n for e in env if isinstance(n := e.get("name"), str)}
             self._names[path] = names
         return names
 

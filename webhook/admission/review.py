@@ -125,12 +125,16 @@ def _deep(body: bytes, data: Any, structure: bytes) -> bool:
     return too_deep(data)
 
 
+# A decoded pod's dicts pass at the exact-type check, where the Mapping ABC alone costs a call
+# through abc for each value; a tuple made once, where `dict | Mapping` in the call builds a union
+# at every call (60 ns, several times per review).
+MAPPING = (dict, Mapping)
+
+
 def annotations_of(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    # `dict | Mapping`: a decoded pod's dicts pass at the exact-type check, where the Mapping ABC
-    # alone costs a call through abc for each value.
     meta = pod.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, dict | Mapping) else None
-    return ann if isinstance(ann, dict | Mapping) else {}
+    ann = meta.get("annotations") if isinstance(meta, MAPPING) else None
+    return ann if isinstance(ann, MAPPING) else {}
 
 
 def has_fabric_annotations(pod: Mapping[str, Any]) -> bool:

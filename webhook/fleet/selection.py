@@ -60,6 +60,9 @@ Own = tuple[tuple[Cond, ...], tuple[tuple[Cond, ...], ...]]
 NO_OWN: Own = ((), ())
 
 
+_MAPPING = (dict, Mapping)  # made once (`dict | Mapping` in a call builds a union each time)
+
+
 def as_cond(expr: Mapping[str, Any]) -> Cond:
     values = expr.get("values") or ()
     return (str(expr["key"]), str(expr.get("operator")), tuple(str(v) for v in values))
@@ -173,7 +176,7 @@ class Selections:
         that passed review.pod_problems holds only strings where Own reads, so constraints that
         are == have the same Own."""
         spec = pod.get("spec")
-        if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
+        if not isinstance(spec, _MAPPING):  # dict first: a decoded pod's passes at once
             return whole, NO_OWN
         selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
         if not selector and not affinity:  # the usual pod: two dict lookups and out
