@@ -64,7 +64,7 @@ def fleet(n: int, shape: str, variant: int = 0) -> Iterator[tuple[str, Status]]:
     if shape == "alike":
         for i in range(n):
             base = bases[i % len(bases)]
-            usable = list(base["summary"]["usableHcas"])
+            usable = list(base["summary"].get("usableHcas", ()))  # stored only when not empty
             if usable and (i * 7919 + variant) % 10 == 0:
                 usable.remove(usable[(i // len(bases)) % len(usable)])
                 yield f"gpu-node-{i:05d}", _with(base, **_usable(base["summary"], usable))

@@ -61,7 +61,8 @@ def admit(
         return Answer(rv.denied(uid, f"gpufabric: {problems}"), "denied")
     if group.problems:
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
-    decision = mutate(pod, req, cache.fleet_for(pod), settings, in_place=owned, group_env=group.env)
+    fleet, own = cache.scope_for(pod)  # the pod's own constraints, read once
+    decision = mutate(pod, req, fleet, settings, in_place=owned, group_env=group.env, own=own)
     # Disjoint paths: gate and label vs the rest (most pods have no group: nothing to join).
     ops = decision.ops + group.ops if group.ops else decision.ops
     warnings = decision.warnings + group.warnings if group.warnings else decision.warnings

@@ -17,6 +17,7 @@ from webhook.admission import cufile
 from webhook.admission.podedit import Expr, PodEdit
 from webhook.admission.requirements import Requirements
 from webhook.fleet.layouts import ADMIT_ALL, KEY_INDEX, Cond, Fleet, Group, Pin, Query
+from webhook.fleet.selection import Own, as_cond, own_conds
 from webhook.kube.nodeselector import required_terms
 
 
@@ -187,12 +188,7 @@ def _cond(expr: Any) -> Cond | None:
     safe side for "usable on every node the affinity admits")."""
     if not isinstance(expr, dict) or expr.get("key") not in KEY_INDEX:
         return None
-    return _as_cond(expr)
-
-
-def _as_cond(expr: Mapping[str, Any]) -> Cond:
-    values = expr.get("values") or ()
-    return (str(expr["key"]), str(expr.get("operator")), tuple(str(v) for v in values))
+    return as_cond(expr)
 
 
 def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
@@ -202,13 +198,16 @@ def query_of(pod: Mapping[str, Any], extra: Sequence[Cond] = ()) -> Query:
     return _query(*_own_conds(pod), extra)
 
 
-def _query_for(pod: Mapping[str, Any], p: Plan) -> Query:
-    """query_of(pod, p.conds), the plan's own query for the usual pod (none of our labels)."""
-    selector, owns = _own_conds(pod)
+def _query_for(pod: Mapping[str, Any], p: Plan, own: Own | None = None) -> Query:
+    """query_of(pod, p.conds), the plan's own query for the usual pod (none of our labels).
+    `own`: the pod's, when the caller has it (Selections.scope_for)."""
+    selector, owns = _own_conds(pod) if own is None else own
     return p.query if not selector and not any(owns) else _query(selector, owns, p.conds)
 
 
-def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) -> Query:
+def _query(
+    selector: Sequence[Cond], owns: Sequence[Sequence[Cond]], extra: Sequence[Cond]
+) -> Query:
     base = set(extra)
     base.update(selector)
     if not any(owns):  # the usual pod: no term says anything about our labels
@@ -224,25 +223,10 @@ def _query(selector: list[Cond], owns: list[list[Cond]], extra: Sequence[Cond]) 
     return tuple(sorted(tuple(sorted(t)) for t in kept))
 
 
-def _own_conds(pod: Mapping[str, Any]) -> tuple[list[Cond], list[list[Cond]]]:
+def _own_conds(pod: Mapping[str, Any]) -> Own:
     """The pod's nodeSelector and each required term, in Query form, only our labels."""
     spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
-    own: list[Cond] = (
-        [(str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX]
-        if selector
-        else []
-    )
-    terms: list[list[Cond]] = []
-    for term in required_terms(pod) or ():
-        conds: list[Cond] = []
-        if isinstance(term, dict):
-            for expr in term.get("matchExpressions") or ():
-                # the key test first: most expressions are on other labels (see _cond)
-                if isinstance(expr, dict) and expr.get("key") in KEY_INDEX:
-                    conds.append(_as_cond(expr))
-        terms.append(conds)
-    return own, terms
+    return own_conds(spec.get("nodeSelector"), required_terms(pod))
 
 
 @functools.lru_cache(maxsize=QUERIES)
@@ -304,13 +288,15 @@ def mutate(
     settings: Settings,
     in_place: bool = False,
     group_env: Sequence[dict[str, Any]] = (),
+    own: Own | None = None,
 ) -> Decision:
     """`in_place` edits `pod` itself (see PodEdit): for a caller that owns it and needs only the
     ops; the decision's pod is then that same object. `group_env`: what every container of a
-    group member gets (webhook.groups.ranks.member_env), unless it sets the name itself."""
+    group member gets (webhook.groups.ranks.member_env), unless it sets the name itself. `own`:
+    the Own of the pod's constraints when the caller has it (FabricCache.scope_for), else read."""
     fleet = _fleet(groups)
     p = plan(req)
-    query = _query_for(pod, p)  # the pod as it came (before the edits below, in place or not)
+    query = _query_for(pod, p, own)  # the pod as it came (before the edits, in place or not)
     found = fleet.candidates(query)
     warnings: list[str] = []
     if not found.nodes:

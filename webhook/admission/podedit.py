@@ -5,10 +5,11 @@ dicts and lists on the paths it may write (metadata.annotations, spec, the node 
 each term's matchExpressions, containers with their env and volumeMounts, volumes); the rest is
 shared with the original, which is never changed. Each edit records one JSONPatch "add", except
 inside an object the edit itself created: that object's own op carries it (ops hold the live
-objects and are serialized after the last edit). So no diff of the whole pod is needed;
-tests/webhook/patch_oracle.py computes the same patch from the outside, and the property tests
-hold the two together. In place (the server's review, whose pod is dropped after its ops are sent)
-nothing is copied, and the plan's constant expressions go into the pod as they are.
+objects and are serialized after the last edit), and inside a term's matchExpressions: one "add" of
+the whole list as it ends up carries them all. So no diff of the whole pod is needed;
+tests/webhook/patch_oracle.py computes an equivalent patch from the outside, and the property
+tests hold the two together. In place (the server's review, whose pod is dropped after its ops are
+sent) nothing is copied, and the plan's constant expressions go into the pod as they are.
 """
 
 from __future__ import annotations
@@ -155,27 +156,30 @@ class PodEdit:
         return self._node_affinity
 
     def add_required(self, exprs: Sequence[Expr]) -> None:
-        """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod)."""
+        """ANDed into every existing nodeSelectorTerm (a new term would loosen the pod). The
+        exprs are distinct (a plan's: one per label), so each is looked for among the term's own
+        expressions only."""
         required = self._member(self.node_affinity(), _NODE_AFFINITY, REQUIRED, dict)
         terms, fresh = self._member(required, _REQUIRED, "nodeSelectorTerms", list)
         if not terms:  # the term this edit adds is its own: its op carries what goes in
             self._append((terms, fresh), _TERMS, {"matchExpressions": []})
             fresh = True
-        ops, shared, created = self.ops, self.shared, self._created
+        shared, created = self.shared, self._created
         for i, term in enumerate(terms):
             have = term.get("matchExpressions")
             at_fresh = fresh
             if have is None or created:  # an object to create, or one this edit made
                 slot = (term, fresh or id(term) in created)
                 have, at_fresh = self._member(slot, f"{_TERMS}/{i}", "matchExpressions", list)
-            n, at = len(have), f"{_TERMS}/{i}/matchExpressions/"
-            for expr in exprs:
-                if expr not in have:
-                    item = expr if shared else copy.deepcopy(expr)  # see _own
-                    have.append(item)
-                    if not at_fresh:
-                        ops.append({"op": "add", "path": f"{at}{n}", "value": item})
-                    n += 1
+            new = [e for e in exprs if e not in have]
+            if not new:
+                continue
+            have.extend(new if shared else copy.deepcopy(new))  # see _own
+            if not at_fresh:
+                # One op for the term: its list as it ends up (an "add" of a member the term
+                # has replaces it), where one op per expression cost 5 ops for the usual term.
+                path = f"{_TERMS}/{i}/matchExpressions"
+                self.ops.append({"op": "add", "path": path, "value": have})
 
     def add_preferred(self, terms: Sequence[dict[str, Any]]) -> None:
         """Weighted preferred terms ({weight, preference: {matchExpressions}}), each unless the
@@ -220,11 +224,14 @@ class PodEdit:
         c, path = container
         names = self._names.get(path)
         if names is None:
-            env = c.get("env") or ()
-            try:  # a name of another type never equals one of ours, and costs nothing here
-                names = {e.get("name") for e in env}
-            except TypeError:  # but one that cannot be hashed (only a fuzzed review has it)
-                names = {n for e in env if isinstance(n := e.get("name"), str)}
+            env = c.get("env")
+            if not env:  # none: no comprehension (a function call of its own) to build nothing
+                names = set()
+            else:
+                try:  # a name of another type never equals one of ours, and costs nothing here
+                    names = {e.get("name") for e in env}
+                except TypeError:  # but one that cannot be hashed (only a fuzzed review has it)
+                    names = {n for e in env if isinstance(n := e.get("name"), str)}
             self._names[path] = names
         return names
 

@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from common import api
-from webhook.admission.review import annotations_of, pod_problems
+from webhook.admission.review import MAPPING, annotations_of, pod_problems
 from webhook.groups.names import GROUP_ANNOTATIONS, choice
 from webhook.kube.nodeselector import INT64_MAX, parse_int64
 
@@ -51,18 +51,23 @@ def gpu_count(pod: Mapping[str, Any], problems: list[str] | None = None) -> int:
     found: list[str] = []
     total = 0
     spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, dict | Mapping) else None
+    containers = spec.get("containers") if isinstance(spec, MAPPING) else None
     for c in containers if isinstance(containers, list) else ():
-        res = c.get("resources") if isinstance(c, dict | Mapping) else None
+        res = c.get("resources") if isinstance(c, MAPPING) else None
         if res is None:  # a container without resources: no check through abc for None
             continue
-        limits = res.get("limits") if isinstance(res, dict | Mapping) else None
+        limits = res.get("limits") if isinstance(res, MAPPING) else None
         if limits is None:
             continue
-        value = limits.get(api.GPU_RESOURCE) if isinstance(limits, dict | Mapping) else None
+        value = limits.get(api.GPU_RESOURCE) if isinstance(limits, MAPPING) else None
         if value is None:
             continue
-        number = value if type(value) is int else parse_int64(str(value))
+        if type(value) is int:
+            number: int | None = value
+        elif type(value) is str and len(value) < 19 and value.isascii() and value.isdigit():
+            number = int(value)  # the usual "8": parse_int64's answer without its regex
+        else:
+            number = parse_int64(str(value))
         if number is None or number < 0 or total + number > INT64_MAX:
             found.append(
                 f"container {c.get('name')!r}: {api.GPU_RESOURCE} limit {_show(value)} "

@@ -14,7 +14,7 @@ from typing import Any
 from common.wire import WireError
 from webhook.fleet.ingest import layout_of
 from webhook.fleet.layouts import Fleet, Group, Layout
-from webhook.fleet.selection import LabelStore, Selections
+from webhook.fleet.selection import LabelStore, Own, Selections
 
 __all__ = ["FabricCache", "Group", "NodeRecord", "record_from_status"]
 
@@ -84,10 +84,15 @@ class FabricCache:
     def fleet_for(self, pod: Mapping[str, Any]) -> Fleet:
         """The fleet of the nodes the pod's own nodeSelector and required affinity admit, when
         they name labels of the Node and those are known; else the whole fleet."""
+        return self.scope_for(pod)[0]
+
+    def scope_for(self, pod: Mapping[str, Any]) -> tuple[Fleet, Own | None]:
+        """fleet_for, and the Own of the pod's constraints where finding the fleet read them
+        (webhook.fleet.selection; None: not read, the Node labels are not known)."""
         labels = self._labels
         if labels is None:
-            return self._fleet
-        return self._selections.fleet_for(pod, self._fleet, labels)
+            return self._fleet, None
+        return self._selections.scope_for(pod, self._fleet, labels)
 
     def _counts(self, name: str) -> bool:
         if self._existing is None:

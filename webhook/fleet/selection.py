@@ -18,10 +18,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.fleet.labelindex import Labels, LabelStore, Shape
-from webhook.fleet.layouts import KEY_INDEX, Fleet, Layout
+from webhook.fleet.layouts import KEY_INDEX, Cond, Fleet, Layout
 from webhook.kube.nodeselector import affinity_terms, pod_admits
 
-__all__ = ["MAX_SELECTIONS", "SCOPE", "LabelStore", "Labels", "Selections"]
+__all__ = [
+    "MAX_SELECTIONS",
+    "NO_OWN",
+    "SCOPE",
+    "LabelStore",
+    "Labels",
+    "Own",
+    "Selections",
+    "as_cond",
+    "own_conds",
+]
 
 MAX_SELECTIONS = 16  # distinct constraint shapes remembered; the least recently asked is dropped
 SCOPE = (
@@ -44,6 +54,37 @@ def _foreign(selector: Any, terms: list[Any] | None) -> bool:
 
 Constraints = tuple[Any, list[Any] | None]  # spec.nodeSelector, required nodeSelectorTerms
 Raw = tuple[Any, Any]  # spec.nodeSelector, spec.affinity: as they stand in the pod, not copied
+# The part of those constraints the fleet's queries decide: the nodeSelector's and each required
+# term's expressions on our summary labels, in Query form (what placement's query is built from).
+Own = tuple[tuple[Cond, ...], tuple[tuple[Cond, ...], ...]]
+NO_OWN: Own = ((), ())
+
+
+_MAPPING = (dict, Mapping)  # made once (`dict | Mapping` in a call builds a union each time)
+
+
+def as_cond(expr: Mapping[str, Any]) -> Cond:
+    values = expr.get("values") or ()
+    return (str(expr["key"]), str(expr.get("operator")), tuple(str(v) for v in values))
+
+
+def own_conds(selector: Any, terms: list[Any] | None) -> Own:
+    """The Own of a pod's spec.nodeSelector and required nodeSelectorTerms."""
+    own = (
+        tuple((str(k), "In", (str(v),)) for k, v in selector.items() if k in KEY_INDEX)
+        if selector
+        else ()
+    )
+    out: list[tuple[Cond, ...]] = []
+    for term in terms or ():
+        conds: list[Cond] = []
+        if isinstance(term, dict):
+            for expr in term.get("matchExpressions") or ():
+                # the key test first: most expressions are on other labels
+                if isinstance(expr, dict) and expr.get("key") in KEY_INDEX:
+                    conds.append(as_cond(expr))
+        out.append(tuple(conds))
+    return own, tuple(out)
 
 
 def _key(found: Constraints) -> str:
@@ -53,7 +94,7 @@ def _key(found: Constraints) -> str:
 
 
 class _Selection:
-    __slots__ = ("constraints", "everyone", "fleet", "found", "key", "keys", "pod", "raw")
+    __slots__ = ("constraints", "everyone", "fleet", "found", "key", "keys", "own", "pod", "raw")
 
     def __init__(self, found: Constraints, key: str, whole: Fleet) -> None:
         # A copy: admission edits the pod (and so these very lists) in place.
@@ -81,6 +122,7 @@ class _Selection:
         # with no nodeSelectorTerms read; nothing kept twice.
         self.raw: Raw | None = (selector, spec.get("affinity")) if exact else None
         self.keys = _keys(selector, terms)
+        self.own = own_conds(selector, terms)
         # Its own fleet of the nodes it admits; while it admits every node (a zone that every
         # node carries), the whole fleet, with the views alike pods have built.
         self.fleet = whole
@@ -113,43 +155,50 @@ class Selections:
     def __init__(self, lock: threading.Lock) -> None:
         self._lock = lock
         self._by_key: OrderedDict[str, _Selection] = OrderedDict()
-        # The most recently asked selection (the end of _by_key): its raw constraints and fleet,
-        # one reference replaced whole under the lock, so a reader needs no lock (see fleet_for).
-        self._last: tuple[Raw | None, Fleet] | None = None
-        # What the selections are built from (the cache's, set by fleet_for).
+        # The most recently asked selection (the end of _by_key): its raw constraints, fleet and
+        # Own, one reference replaced whole under the lock, so a reader needs no lock (scope_for).
+        self._last: tuple[Raw | None, Fleet, Own] | None = None
+        # What the selections are built from (the cache's, set by scope_for).
         self._whole: Fleet | None = None
         self._labels: LabelStore | None = None
 
-    def fleet_for(self, pod: Mapping[str, Any], whole: Fleet, labels: LabelStore) -> Fleet:
+    def scope_for(
+        self, pod: Mapping[str, Any], whole: Fleet, labels: LabelStore
+    ) -> tuple[Fleet, Own]:
         """The fleet of the nodes the pod's own constraints admit: the whole fleet when there are
         none or they name no label but our summary labels (the fleet's query decides those); else
-        their selection's, built on first use from the whole fleet, layout by layout.
+        their selection's, built on first use from the whole fleet, layout by layout. With it, the
+        constraints' Own (so a review reads the pod's own affinity once: here).
 
         Callers need not hold the lock. The usual review (alike pods come in runs) reads only
         `_last`: the most recent selection is never the one dropped (a new one goes in after it,
-        the oldest goes out), so its fleet is kept current; anything else takes the lock."""
+        the oldest goes out), so its fleet is kept current; anything else takes the lock. A pod
+        that passed review.pod_problems holds only strings where Own reads, so constraints that
+        are == have the same Own."""
         spec = pod.get("spec")
-        if not isinstance(spec, dict | Mapping):  # dict first: a decoded pod's passes at once
-            return whole
+        if not isinstance(spec, _MAPPING):  # dict first: a decoded pod's passes at once
+            return whole, NO_OWN
         selector, affinity = spec.get("nodeSelector"), spec.get("affinity")
         if not selector and not affinity:  # the usual pod: two dict lookups and out
-            return whole
+            return whole, NO_OWN
         last = self._last
         if last is not None and (selector, affinity) == last[0]:
-            return last[1]
+            return last[1], last[2]
         with self._lock:
-            return self._fleet(selector, affinity, whole, labels)
+            return self._scope(selector, affinity, whole, labels)
 
-    def _fleet(self, selector: Any, affinity: Any, whole: Fleet, labels: LabelStore) -> Fleet:
+    def _scope(
+        self, selector: Any, affinity: Any, whole: Fleet, labels: LabelStore
+    ) -> tuple[Fleet, Own]:
         terms = affinity_terms(affinity)
         if not selector and terms is None:
-            return whole
+            return whole, NO_OWN
         found = (selector, terms)
         for kept in reversed(self._by_key.values()):
             if found == kept.found:
                 return self._use(kept)
         if not _foreign(*found):
-            return whole
+            return whole, own_conds(selector, terms)
         key = _key(found)
         known = self._by_key.get(key)
         if known is not None:
@@ -171,10 +220,10 @@ class Selections:
         if not sel.everyone:
             sel.fleet.fill(admitted or ())
 
-    def _use(self, sel: _Selection) -> Fleet:
+    def _use(self, sel: _Selection) -> tuple[Fleet, Own]:
         self._by_key.move_to_end(sel.key)
-        self._last = sel.raw, sel.fleet
-        return sel.fleet
+        self._last = sel.raw, sel.fleet, sel.own
+        return sel.fleet, sel.own
 
     def update(
         self, name: str, old: Layout | None, new: Layout | None, labels: Labels | None

@@ -100,3 +100,33 @@ def test_env_entries_with_names_of_any_type_do_not_stop_the_edit() -> None:
     env = decision.pod["spec"]["containers"][0]["env"]
     assert env[2] == {"name": "CUFILE_ENV_PATH_JSON", "value": "/etc/gpufabric/cufile/cufile.json"}
     assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
+
+
+def test_a_term_the_pod_has_gets_one_op_for_every_expression_added_to_it() -> None:
+    # An "add" of a member the object has replaces it (RFC 6902): one op per term carries the
+    # term's list as it ends up, where an op per expression cost five per term.
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    kind = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["x"]}
+    pod = {
+        "metadata": {
+            "annotations": {"gpufabric.io/rdma": "required", "gpufabric.io/topology": "nvlink"}
+        },
+        "spec": {"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {REQUIRED: {}}}},
+    }
+    own_terms = [{"matchExpressions": [zone]}, {"matchExpressions": [kind]}]
+    pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"] = own_terms
+    cache = FabricCache()
+    req = requirements(pod, "ns", cache.claim)
+    decision = mutate(pod, req, cache.groups(), Settings())
+    terms = f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms"
+    assert [op["path"] for op in decision.ops if op["path"].startswith(terms)] == [
+        f"{terms}/0/matchExpressions",
+        f"{terms}/1/matchExpressions",
+    ]
+    assert jsonpatch.apply_patch(pod, decision.ops) == decision.pod
+    added = plan(req).exprs
+    ended = decision.pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    assert [t["matchExpressions"] for t in ended] == [[zone, *added], [kind, *added]]
+    again = mutate(decision.pod, req, cache.groups(), Settings())
+    assert again.pod == decision.pod
+    assert not any(op["path"].startswith(terms) for op in again.ops)

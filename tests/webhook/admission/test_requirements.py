@@ -146,6 +146,30 @@ def test_gpu_count_sums_limits_and_rejects_garbage() -> None:
         requirements(p, "team-a", lookup)
 
 
+@pytest.mark.parametrize(
+    ("limit", "gpus"),
+    [
+        ("8", 8),
+        ("08", 8),
+        ("+8", 8),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775808", None),  # beyond int64
+        ("-1", None),
+        ("\u0663", None),  # an Arabic-Indic three: a digit to str.isdigit, not to the API server
+        ("\u00b2", None),  # superscript two
+        ("", None),
+    ],
+)
+def test_gpu_limits_read_as_the_api_server_reads_them(limit: str, gpus: int | None) -> None:
+    p = pod({"gpufabric.io/rdma": "required"})
+    p["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": limit}}
+    if gpus is None:
+        with pytest.raises(Invalid, match="is not an integer"):
+            requirements(p, "team-a", lookup)
+    else:
+        assert requirements(p, "team-a", lookup).gpus == gpus
+
+
 def test_every_bad_annotation_is_listed_in_one_denial() -> None:
     p = pod(
         {

@@ -92,8 +92,8 @@ def test_brackets_inside_strings_do_not_count(strings: list[str]) -> None:
 
 @pytest.mark.parametrize("escapes", [1, 31, 32, 33, 200])
 def test_escaped_quotes_and_backslashes_however_many(escapes: int) -> None:
-    # Up to a few dozen escapes are found one by one, past that the body is rewritten whole: a
-    # string of escaped quotes with brackets, then one ending in escaped backslashes.
+    # However many escapes (one pass reads them all, as JSON does): a string of escaped quotes
+    # with brackets, then one ending in escaped backslashes.
     value = [{"s": ['"' * escapes + "[[[[", "]]" + "\\" * escapes, "{{"]}]
     body = json.dumps(value).encode()
     assert body.count(b"\\") >= 2 * escapes

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +205,36 @@ def test_selector_keys_equal_but_of_another_type_are_told_apart() -> None:
     trues = cache.fleet_for(pod(RDMA, nodeSelector={True: "x"}))
     assert [g.nodes for g in ones.groups()] == [("hgx-h100",)]
     assert [g.nodes for g in trues.groups()] == [("azure-ndv5",)]
+
+
+def _with_ours(affinity: dict[str, Any], expr: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(affinity)
+    terms = out["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms["nodeSelectorTerms"][0]["matchExpressions"].append(expr)
+    return out
+
+
+def test_the_scope_hands_placement_the_pods_own_conditions_read_once() -> None:
+    # The selection lookup reads the pod's constraints (review by review: the last shape asked,
+    # or a kept one); placement takes their conditions on our labels from it instead of reading
+    # the pod again. Decisions must be those of a placement that reads the pod itself.
+    cache = _serve_cache()
+    no_ports = {"key": "gpufabric.io/rdma-ports", "operator": "Gt", "values": ["100"]}
+    shapes: dict[str, dict[str, Any]] = {
+        "zone": {"affinity": _zone("dc-1")},
+        "zone and ours": {"affinity": _with_ours(_zone("dc-1"), no_ports)},
+        "selector and ours": {"nodeSelector": {"pool": "onprem", "gpufabric.io/rdma": "false"}},
+        "ours only": {"nodeSelector": {"gpufabric.io/rdma": "false"}},  # no selection: the query
+        "none": {},
+    }
+    order = ["zone", "zone and ours", "zone", "selector and ours", "zone and ours", "ours only"]
+    for name in [*order, "none", "selector and ours", "selector and ours"]:
+        p = pod(RDMA, **shapes[name])
+        req = requirements(p, "team-a", cache.claim)
+        fleet, own = cache.scope_for(p)
+        assert fleet is cache.fleet_for(p)
+        scoped = mutate(copy.deepcopy(p), req, fleet, Settings(), in_place=True, own=own)
+        read = mutate(p, req, fleet, Settings())
+        assert (scoped.ops, scoped.warnings) == (read.ops, read.warnings), name
+        unmet = any("no node currently satisfies" in w for w in read.warnings)
+        assert unmet == (name != "zone" and name != "none"), (name, read.warnings)
