@@ -25,6 +25,7 @@ U8 = NDArray[np.uint8]
 Words = tuple[U64, U64]  # GUIDs as printed: their 16 hex characters as two 8-byte words
 Decode = Callable[[Words], U64]
 _SWITCH, _HOST = ord("S"), ord("H")
+TABLE_SLACK = 1 << 20  # slots for declared ports beyond 8 a port line before ends are sorted
 
 
 class Blocks:
@@ -181,7 +182,8 @@ def assemble(blocks: Blocks, cables: Cables, generated: str) -> Dump | None:
     port = _i32(_taken(cables.port))
     if (port > declared[owner]).any():
         return None
-    far = _far_ends(kind, text, owner, port, far_kind, far_text, _i32(_taken(cables.far_port)))
+    far_port = _i32(_taken(cables.far_port))
+    far = _far_ends(kind, text, declared, owner, port, far_kind, far_text, far_port)
     del far_text, port
     if far is None:
         return None
@@ -254,15 +256,54 @@ def _spelled(text: Words, numbers: I64, printed: Words) -> bool:
 
 
 def _far_ends(
-    kind: U8, text: Words, owner: I32, port: I32, far_kind: U8, far_text: Words, far_port: I32
+    kind: U8,
+    text: Words,
+    declared: I64,
+    owner: I32,
+    port: I32,
+    far_kind: U8,
+    far_text: Words,
+    far_port: I32,
 ) -> I64 | None:
     """Each port line's far node, every cable checked from both of its ends (ends listed once,
     each listed back). A far switch or router is looked up by its GUID text; a far CA is the
-    node of the line that lists the cable from the CA's end, which the same sort finds: so the
-    half million CAs need no lookup of their own (their printed GUIDs are checked)."""
+    node of the line that lists the cable from the CA's end: so the half million CAs need no
+    lookup of their own (their printed GUIDs are checked)."""
     finder = _Finder(kind, text)
     if not finder.unique:
         return None
+    # Each end (node, port) has a slot: a node's ports 0 to its declared count, one node after
+    # another. A port listed twice takes a slot twice; a cable's far end is found by its slot.
+    base = np.concatenate(([0], np.cumsum(declared + 1)))
+    if base[-1] > 8 * len(owner) + TABLE_SLACK:  # counts far past the lines: not worth a table
+        return _far_ends_sorted(finder, kind, text, owner, port, far_kind, far_text, far_port)
+    slot = base[owner] + port
+    line_at = np.full(int(base[-1]), -1, np.int32)
+    line_at[slot] = np.arange(len(owner), dtype=np.int32)
+    if (line_at[slot] != np.arange(len(owner))).any():  # a port listed twice
+        return None
+    known = np.flatnonzero(far_kind != _HOST)
+    looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
+    if looked is None or (far_port[known] > declared[looked]).any():
+        return None
+    reverse = line_at[base[looked] + far_port[known]].astype(np.int64)
+    del line_at, slot
+    if (reverse < 0).any():  # a cable its far end does not list back
+        return None
+    return _checked(kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse)
+
+
+def _far_ends_sorted(
+    finder: _Finder,
+    kind: U8,
+    text: Words,
+    owner: I32,
+    port: I32,
+    far_kind: U8,
+    far_text: Words,
+    far_port: I32,
+) -> I64 | None:
+    """As `_far_ends`, the ends found by a sort (a dump whose declared port counts are huge)."""
     end = owner.astype(np.int64) << 32 | port
     order = np.argsort(end, kind="stable")
     if (np.diff(end[order]) == 0).any():  # a port listed twice
@@ -275,7 +316,24 @@ def _far_ends(
     reverse = order[np.minimum(np.searchsorted(end, back, sorter=order), len(end) - 1)]
     if not (end[reverse] == back).all():
         return None
-    del back, order  # `reverse`: the line that lists each known line's cable from its far end
+    return _checked(kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse)
+
+
+def _checked(
+    kind: U8,
+    text: Words,
+    owner: I32,
+    port: I32,
+    far_kind: U8,
+    far_text: Words,
+    far_port: I32,
+    known: I64,
+    looked: I64,
+    reverse: I64,
+) -> I64 | None:
+    """Every line's far node, given each known line's far node and the line that lists its
+    cable from the far end (`reverse`): the far CA of a line is the node of the known line it
+    lists back. None when a cable is not listed back as it was listed out."""
     far = np.full(len(owner), -1, np.int64)
     far[known] = looked
     to_host = far_kind[reverse] == _HOST
@@ -287,7 +345,8 @@ def _far_ends(
         return None
     # Every cable both ways: each known line's far end lists it back, and that covers each
     # line to a CA too (it is the far end of exactly one known line).
-    if not ((far[reverse] << 32 | far_port[reverse]) == end[known]).all():
+    back = far[reverse] << 32 | far_port[reverse]
+    if not (back == (owner[known].astype(np.int64) << 32 | port[known])).all():
         return None
     return far
 

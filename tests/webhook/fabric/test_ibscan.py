@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import ref
-from webhook.fabric import ibfabric, ibnet, ibscan, join
+from webhook.fabric import ibcables, ibfabric, ibnet, ibscan, join
 from webhook.fabric.ibdump import Dump
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import SourceError
@@ -232,3 +232,21 @@ def test_carriage_returns_go_to_the_line_parser_and_read_the_same() -> None:
     crlf = text.replace("\n", "\r\n")
     assert scanned(crlf) is None
     assert graph(ibnet.parse(crlf)) == graph(ibnet.parse(text))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_ends_found_by_a_sort_read_the_same(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A dump whose Switch lines declare far more ports than it lists finds cable ends by a sort,
+    # not a table of every declared port: the same graph, the same refusals.
+    monkeypatch.setattr(ibcables, "TABLE_SLACK", -(1 << 30))
+    text, _ = FatTree(2, 3, rails=2, spines=2, tiers=2).render()
+    dump = scanned(text)
+    assert dump is not None and graph(dump) == graph(lines_only(text))
+    for edited in _mutations(text, random.Random(seed))[:100]:
+        dump = scanned(edited)
+        try:
+            expected = graph(lines_only(edited))
+        except SourceError:
+            assert dump is None
+            continue
+        assert dump is None or graph(dump) == expected
