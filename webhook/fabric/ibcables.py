@@ -282,7 +282,13 @@ def _far_ends(
     line_at[slot] = np.arange(len(owner), dtype=np.int32)
     if (line_at[slot] != np.arange(len(owner))).any():  # a port listed twice
         return None
-    known = np.flatnonzero(far_kind != _HOST)
+    # A cable between two switches is looked up from one end (the lower GUID's); the other
+    # line's far switch is then the owner of the line it lists back, as for a CA.
+    lower = (text[0][owner], text[1][owner])
+    higher = (far_kind == _SWITCH) & (kind[owner] == _SWITCH)
+    higher &= (lower[0] > far_text[0]) | ((lower[0] == far_text[0]) & (lower[1] > far_text[1]))
+    del lower
+    known = np.flatnonzero((far_kind != _HOST) & ~higher)
     looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
     if looked is None or (far_port[known] > declared[looked]).any():
         return None
@@ -290,7 +296,10 @@ def _far_ends(
     del line_at, slot
     if (reverse < 0).any():  # a cable its far end does not list back
         return None
-    return _checked(kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse)
+    derived = (far_kind == _HOST) | higher
+    return _checked(
+        kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse, derived
+    )
 
 
 def _far_ends_sorted(
@@ -316,7 +325,10 @@ def _far_ends_sorted(
     reverse = order[np.minimum(np.searchsorted(end, back, sorter=order), len(end) - 1)]
     if not (end[reverse] == back).all():
         return None
-    return _checked(kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse)
+    derived = far_kind == _HOST
+    return _checked(
+        kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse, derived
+    )
 
 
 def _checked(
@@ -330,21 +342,23 @@ def _checked(
     known: I64,
     looked: I64,
     reverse: I64,
+    derived: NDArray[np.bool_],
 ) -> I64 | None:
     """Every line's far node, given each known line's far node and the line that lists its
-    cable from the far end (`reverse`): the far CA of a line is the node of the known line it
-    lists back. None when a cable is not listed back as it was listed out."""
+    cable from the far end (`reverse`): a `derived` line's far node is the node of the known
+    line it lists back (its printed GUID checked). None when a cable is not listed back as it
+    was listed out."""
     far = np.full(len(owner), -1, np.int64)
     far[known] = looked
-    to_host = far_kind[reverse] == _HOST
-    far[reverse[to_host]] = owner[known[to_host]]
-    hosts = np.flatnonzero(far_kind == _HOST)
-    if (far < 0).any() or (kind[far[hosts]] != _HOST).any():  # a CA nobody lists back
+    back_of = derived[reverse]
+    far[reverse[back_of]] = owner[known[back_of]]
+    rest = np.flatnonzero(derived)
+    if (far < 0).any() or (kind[far[rest]] != far_kind[rest]).any():  # nobody lists it back
         return None
-    if not _spelled(text, far[hosts], (far_text[0][hosts], far_text[1][hosts])):
+    if not _spelled(text, far[rest], (far_text[0][rest], far_text[1][rest])):
         return None
     # Every cable both ways: each known line's far end lists it back, and that covers each
-    # line to a CA too (it is the far end of exactly one known line).
+    # derived line too (it is the far end of exactly one known line).
     back = far[reverse] << 32 | far_port[reverse]
     if not (back == (owner[known].astype(np.int64) << 32 | port[known])).all():
         return None
