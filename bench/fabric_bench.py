@@ -147,7 +147,7 @@ def bench_curve(size: int, nvl72: bool, rounds: int) -> str:
     kind = "NVL72 trays x 4 rails" if nvl72 else "8-GPU nodes x 8 rails"
     return (
         f"| {len(pos.placed):,} {kind} | {len(text) / 2**20:.0f} MiB | {cpu:.2f} s "
-        f"| {cpu / bcpu:.1f}x ({bcpu:.2f} s) | {cpu / lcpu:.1f}x ({lcpu:.2f} s) | {peak:.0f} MiB "
+        f"| {cpu / bcpu:.2f}x ({bcpu:.2f} s) | {cpu / lcpu:.1f}x ({lcpu:.2f} s) | {peak:.0f} MiB "
         f"| {size_kib:.1f} KiB ({render_cpu * 1000:.0f} ms) | {longest} |"
     )
 

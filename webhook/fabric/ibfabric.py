@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from itertools import pairwise, repeat
+from itertools import chain, pairwise, repeat
 
 import numpy as np
 
@@ -195,7 +195,7 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             f"{missing} node(s) with compute HCAs are not in the dump{when}: is the dump older "
             "than the newest nodes? Run ibnetdiscover again"
         )
-    rank = natural_ranks(n for nodes_of in members.values() for n in nodes_of)
+    rank = natural_ranks(chain.from_iterable(members.values()))
     switch_of_name = {v: k for k, v in names.items()}
     domain_switches: dict[str, list[str]] = defaultdict(list)
     for sw, dom in leaf_of_switch.items():

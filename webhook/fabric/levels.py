@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from webhook.fabric.model import Fabric, Leaf
 from webhook.fabric.names import label_value
@@ -70,7 +71,7 @@ class Positions:
 
 
 def _nodes(leaves: Sequence[Leaf]) -> tuple[str, ...]:
-    return tuple(n for leaf in leaves for n in leaf.nodes)
+    return tuple(chain.from_iterable(leaf.nodes for leaf in leaves))
 
 
 def _ids(leaves: Sequence[Leaf]) -> tuple[str, ...]:

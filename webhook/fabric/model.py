@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 
 class SourceError(ValueError):
@@ -60,4 +61,4 @@ class Fabric:
 
     @property
     def nodes(self) -> tuple[str, ...]:
-        return tuple(n for leaf in self.leaves for n in leaf.nodes)
+        return tuple(chain.from_iterable(leaf.nodes for leaf in self.leaves))

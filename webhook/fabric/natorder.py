@@ -28,8 +28,7 @@ def natural_ranks(names: Iterable[str]) -> dict[str, int]:
     else:  # the name itself after NUL NUL breaks ties, as in names.py
         tails = map(b"\0\0".__add__, joined.encode("ascii").split(b"\n"))
         full = list(map(bytes.__add__, keys, tails))
-        name_of = dict(zip(full, unique, strict=True))
-        ordered = list(map(name_of.__getitem__, sorted(full)))
+        ordered = list(map(unique.__getitem__, sorted(range(len(full)), key=full.__getitem__)))
     return dict(zip(ordered, range(len(ordered)), strict=True))
 
 
