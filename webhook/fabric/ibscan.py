@@ -260,6 +260,8 @@ def _padded(w: U64, lo: I64, hi: I64) -> Words:
     padded with '0' to the 16 characters a node GUID is printed with."""
     size = hi - lo
     _require(((size >= 1) & (size <= 16)).all())
+    if (size == 16).all():  # no leading zero to put back (mlx5 GUIDs mostly): as printed
+        return w[lo], w[lo + 8]
     pad = 16 - size  # leading characters that are not the GUID's: read as '0'
     words = []
     for word, before in ((w[hi - 16], pad), (w[hi - 8], pad - 8)):
