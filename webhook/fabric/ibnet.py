@@ -64,7 +64,7 @@ def looks_like(text: str) -> str | None:
 
 def parse(text: str | Chunks) -> Dump:
     """The graph of the dump; SourceError naming the line for anything it cannot read."""
-    src = chunked(text)
+    src = chunked(text, 4 << 20)  # a text in pieces the size of the scan's windows
     kind = looks_like(head(src))
     if kind is None:
         raise SourceError("not ibnetdiscover output: no Switch/Ca node line and no -p port line")

@@ -75,10 +75,10 @@ def _windows(src: Chunks) -> Iterator[tuple[bytes, int]]:
         size += len(chunk)
         if size < _WINDOW + _PAD:
             continue
-        text = "".join(held)
+        text = held[0] if len(held) == 1 else "".join(held)
         cut = text.rfind("\n\n", 0, len(text) - _PAD)
-        if cut >= 0:
-            yield _encoded(text[: cut + 1 + _PAD]), cut + 1
+        if cut >= 0:  # the whole text read; the window is its first cut + 1 characters
+            yield _encoded(text), cut + 1
             text = text[cut + 1 :]
         held, size = [text], len(text)
     text = "".join(held)

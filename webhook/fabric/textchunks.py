@@ -12,22 +12,22 @@ Chunks = Callable[[], Iterator[str]]
 _CHUNK = 1 << 20  # characters split into lines at a time
 
 
-def pieces(text: str) -> Iterator[str]:
-    """`text` in pieces of about _CHUNK characters, each ending at a line end: the lines of all
+def pieces(text: str, size: int = _CHUNK) -> Iterator[str]:
+    """`text` in pieces of about `size` characters, each ending at a line end: the lines of all
     pieces are the lines of `text`, without a list of every line of a 200 MB dump (it would
     cost more than the dump itself)."""
-    start, size = 0, len(text)
-    while start < size:
-        end = text.find("\n", start + _CHUNK)
-        end = size if end < 0 else end + 1
+    start, length = 0, len(text)
+    while start < length:
+        end = text.find("\n", start + size)
+        end = length if end < 0 else end + 1
         yield text[start:end]
         start = end
 
 
-def chunked(text: str | Chunks) -> Chunks:
-    """A dump given as text or as Chunks, as Chunks."""
+def chunked(text: str | Chunks, size: int = _CHUNK) -> Chunks:
+    """A dump given as text or as Chunks, as Chunks (of about `size` characters)."""
     if isinstance(text, str):
-        return lambda: pieces(text)
+        return lambda: pieces(text, size)
     return text
 
 
