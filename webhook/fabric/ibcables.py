@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibdump import Column, Dump
+from webhook.fabric.ibdump import Dump
+from webhook.fabric.packedtexts import PackedTexts, Words
 
 I64 = NDArray[np.int64]
 I32 = NDArray[np.int32]
 U64 = NDArray[np.uint64]
 U8 = NDArray[np.uint8]
-Words = tuple[U64, U64]  # GUIDs as printed: their 16 hex characters as two 8-byte words
 Decode = Callable[[Words], U64]
 _SWITCH, _HOST = ord("S"), ord("H")
 TABLE_SLACK = 1 << 20  # slots for declared ports beyond 8 a port line before ends are sorted
@@ -94,56 +94,6 @@ class Cables:
         got = (text[0][differ], text[1][differ])
         base = self.count - len(self.owner[-1])
         self.far_port_guids.append((base + rows[differ], self.decode(got)))
-
-
-class PackedTexts:
-    """Node ids and descriptions kept as arrays and one buffer, made into strings on demand:
-    the labeler reads a few thousand switch names, not half a million HCAs' descriptions."""
-
-    def __init__(self, kinds: U8, text: Words, descs: bytes, desc_sizes: I64, guids: U64) -> None:
-        self.kinds, self.text, self.buffer, self.guids = kinds, text, descs, guids
-        self.starts = np.concatenate(([0], np.cumsum(desc_sizes + 1)))
-
-    def ids(self) -> list[str]:
-        rows = np.empty((len(self.kinds), 19), np.uint8)  # "S-" + 16 characters + newline
-        rows[:, 0] = self.kinds
-        rows[:, 1] = ord("-")
-        rows[:, 2:10] = self.text[0].view(np.uint8).reshape(-1, 8)
-        rows[:, 10:18] = self.text[1].view(np.uint8).reshape(-1, 8)
-        rows[:, 18] = ord("\n")
-        got: list[str] = rows.tobytes().decode("ascii").split("\n")[:-1]
-        return got
-
-    def descs(self) -> list[str]:
-        got: list[str] = self.buffer.decode("ascii").split("\n")[:-1]
-        return got
-
-    def guids_of(self, numbers: Column) -> U64:
-        return self.guids[np.asarray(numbers, np.int64)]
-
-    def ids_of(self, numbers: list[int]) -> list[str]:
-        return PackedTexts(
-            self.kinds[numbers],
-            (self.text[0][numbers], self.text[1][numbers]),
-            b"",
-            np.zeros(0, np.int64),
-            self.guids[numbers],
-        ).ids()
-
-    def descs_of(self, numbers: list[int]) -> list[str]:
-        starts, buffer = self.starts.tolist(), self.buffer
-        return [buffer[starts[n] : starts[n + 1] - 1].decode("ascii") for n in numbers]
-
-    def id_of(self, number: int) -> str:
-        chars = (
-            self.text[0][number : number + 1].tobytes()
-            + self.text[1][number : number + 1].tobytes()
-        )
-        return f"{chr(self.kinds[number])}-{chars.decode('ascii')}"
-
-    def desc_of(self, number: int) -> str:
-        start, end = self.starts[number], self.starts[number + 1] - 1
-        return self.buffer[start:end].decode("ascii")
 
 
 def _i64(parts: list[I64]) -> I64:
@@ -270,17 +220,8 @@ def _far_ends(
     node of the line that lists the cable from the CA's end: so the half million CAs need no
     lookup of their own (their printed GUIDs are checked)."""
     finder = _Finder(kind, text)
-    if not finder.unique:
-        return None
-    # Each end (node, port) has a slot: a node's ports 0 to its declared count, one node after
-    # another. A port listed twice takes a slot twice; a cable's far end is found by its slot.
-    base = np.concatenate(([0], np.cumsum(declared + 1)))
-    if base[-1] > 8 * len(owner) + TABLE_SLACK:  # counts far past the lines: not worth a table
-        return _far_ends_sorted(finder, kind, text, owner, port, far_kind, far_text, far_port)
-    slot = base[owner] + port
-    line_at = np.full(int(base[-1]), -1, np.int32)
-    line_at[slot] = np.arange(len(owner), dtype=np.int32)
-    if (line_at[slot] != np.arange(len(owner))).any():  # a port listed twice
+    find = _line_finder(declared, owner, port)
+    if not finder.unique or find is None:
         return None
     # A cable between two switches is looked up from one end (the lower GUID's); the other
     # line's far switch is then the owner of the line it lists back, as for a CA.
@@ -292,9 +233,9 @@ def _far_ends(
     looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
     if looked is None or (far_port[known] > declared[looked]).any():
         return None
-    reverse = line_at[base[looked] + far_port[known]].astype(np.int64)
-    del line_at, slot
-    if (reverse < 0).any():  # a cable its far end does not list back
+    reverse = find(looked, far_port[known])
+    del find
+    if reverse is None:  # a cable its far end does not list back
         return None
     derived = (far_kind == _HOST) | higher
     return _checked(
@@ -302,33 +243,36 @@ def _far_ends(
     )
 
 
-def _far_ends_sorted(
-    finder: _Finder,
-    kind: U8,
-    text: Words,
-    owner: I32,
-    port: I32,
-    far_kind: U8,
-    far_text: Words,
-    far_port: I32,
-) -> I64 | None:
-    """As `_far_ends`, the ends found by a sort (a dump whose declared port counts are huge)."""
+def _line_finder(declared: I64, owner: I32, port: I32) -> Callable[[I64, I32], I64 | None] | None:
+    """End (node, port) -> the line that lists it (None from it: an end no line lists). None
+    when a port is listed twice. Each end has a slot in a table of every declared port (a node's
+    ports 0 to its declared count, one node after another); when the counts dwarf the lines,
+    the ends are sorted instead."""
+    base = np.concatenate(([0], np.cumsum(declared + 1)))
+    lines = np.arange(len(owner), dtype=np.int32)
+    if base[-1] <= 8 * len(owner) + TABLE_SLACK:
+        slot = base[owner] + port
+        line_at = np.full(int(base[-1]), -1, np.int32)
+        line_at[slot] = lines
+        if (line_at[slot] != lines).any():  # two lines took one slot
+            return None
+
+        def by_slot(node: I64, at: I32) -> I64 | None:
+            found = line_at[base[node] + at].astype(np.int64)
+            return None if (found < 0).any() else found
+
+        return by_slot
     end = owner.astype(np.int64) << 32 | port
     order = np.argsort(end, kind="stable")
-    if (np.diff(end[order]) == 0).any():  # a port listed twice
+    if (np.diff(end[order]) == 0).any():
         return None
-    known = np.flatnonzero(far_kind != _HOST)
-    looked = finder.numbers(far_kind[known], (far_text[0][known], far_text[1][known]))
-    if looked is None:
-        return None
-    back = looked << 32 | far_port[known]
-    reverse = order[np.minimum(np.searchsorted(end, back, sorter=order), len(end) - 1)]
-    if not (end[reverse] == back).all():
-        return None
-    derived = far_kind == _HOST
-    return _checked(
-        kind, text, owner, port, far_kind, far_text, far_port, known, looked, reverse, derived
-    )
+
+    def by_sort(node: I64, at: I32) -> I64 | None:
+        back = node << 32 | at
+        found: I64 = order[np.minimum(np.searchsorted(end, back, sorter=order), len(end) - 1)]
+        return found if (end[found] == back).all() else None
+
+    return by_sort
 
 
 def _checked(

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibcables import Blocks, Cables, Words, assemble
+from webhook.fabric.ibcables import Blocks, Cables, assemble
 from webhook.fabric.ibdump import Dump
+from webhook.fabric.packedtexts import Words
 from webhook.fabric.textchunks import Chunks
 
 I64 = NDArray[np.int64]
