@@ -94,7 +94,7 @@ def measure(nodes: int, decisions: int, seed: int) -> None:
             d = decide(view, req)
             assert isinstance(d, Waiting)
             if preempting:
-                plan = choose(view, index, members, level, HIGH)
+                plan = choose(view, index, members, level, HIGH).plan
                 assert plan is not None
                 victims = len(plan.victims)
             (with_preemption if preempting else plain).append(time.perf_counter() - t)

@@ -46,6 +46,7 @@ class NodeFacts:
     statuses: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     pods: list[dict[str, Any]] = field(default_factory=list)  # Pods given: running and waiting
+    budgets: list[dict[str, Any]] = field(default_factory=list)  # PodDisruptionBudgets given
 
     def known(self) -> set[str]:
         return set(self.statuses) | set(self.node_labels)
@@ -206,7 +207,7 @@ def explain(
         of = "1 node admits" if n == 1 else f"{n} nodes admit"
         lines += ["", f"{admitting} of {of} this pod."]
     lines += decision.warnings
-    lines += group_section(pod, _nodes_for_groups(cache, facts), facts.pods)
+    lines += group_section(pod, _nodes_for_groups(cache, facts), facts.pods, facts.budgets)
     return "\n".join(lines) + "\n"
 
 

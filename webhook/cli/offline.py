@@ -69,6 +69,9 @@ def offline_cache(
             elif doc.get("kind") == "Pod" and doc.get("apiVersion", "v1") == "v1":
                 _name(where, doc)
                 facts.pods.append(doc)  # bound ones hold GPUs; gated group members wait
+            elif doc.get("kind") == "PodDisruptionBudget":
+                _name(where, doc)
+                facts.budgets.append(doc)  # what a group's preemption would consult
     cache.replace_nodes(statuses)
     for name, labels in facts.node_labels.items():
         cache.set_node_labels(name, labels)

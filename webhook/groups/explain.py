@@ -13,7 +13,7 @@ from webhook.groups.decision import Member, Placed, Request
 from webhook.groups.inside import fewest_possible
 from webhook.groups.names import NVLINK_LEVEL
 from webhook.groups.objects import pod_gpus
-from webhook.groups.preempt.offline import preemption_line, running, waiting_lines
+from webhook.groups.preempt.offline import budgets_of, preemption_lines, running, waiting_lines
 from webhook.groups.seating import rank_runs, seat_new
 from webhook.groups.selector import selector_of
 
@@ -22,10 +22,12 @@ def group_section(
     pod: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]] = (),
+    budgets: Iterable[Mapping[str, Any]] = (),
 ) -> list[str]:
     """Lines for explain; [] when the pod is not in a group. `nodes` are Node objects, `pods` Pod
     objects given with them: the bound ones hold their GPUs (and may be preempted), the gated
-    group members are the waiting groups."""
+    group members are the waiting groups; `budgets` PodDisruptionBudgets, which a preemption
+    counts."""
     group, problems = parse_group((pod.get("metadata") or {}).get("annotations") or {})
     if problems:
         return ["", "Group: " + "; ".join(problems)]
@@ -69,5 +71,7 @@ def group_section(
     else:
         lines.append(f"  decision: wait: {decision.message}")
         if decision.level is not None:
-            lines.append(preemption_line(view, index, pod, members, decision.level))
+            lines += preemption_lines(
+                view, index, pod, members, decision.level, budgets_of(budgets)
+            )
     return lines + waiting_lines(pods, pod)

@@ -96,22 +96,27 @@ class KubePlacerApi:
                 raise Rejected(f"{namespace}/{name}: HTTP {err.status}") from err
             raise
 
-    def evict_pod(self, namespace: str, name: str) -> tuple[Outcome, str]:
+    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
         """policy/v1 Eviction (RBAC: pods/eviction create): the API server honours
-        PodDisruptionBudgets (429) and marks the pod DisruptionTarget (EvictionByEvictionAPI)."""
+        PodDisruptionBudgets (429) and marks the pod DisruptionTarget (EvictionByEvictionAPI);
+        `dry_run` asks the same question and evicts nothing (deleteOptions.dryRun ["All"]).
+        Any other failure (500: the pod is under two budgets; 403; a timeout) refuses too, so
+        a plan stops instead of going on with part of its victims."""
         body: Any = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        if dry_run:
+            body["deleteOptions"] = {"dryRun": ["All"]}
         try:
             self.core.create_namespaced_pod_eviction(
                 name, namespace, body, _request_timeout=_WRITE_TIMEOUT
             )
         except ApiException as err:
-            if err.status in (404, 429):
-                return eviction_outcome(err.status, err.body)
-            raise
+            return eviction_outcome(err.status, err.body)
+        except Exception as err:  # noqa: BLE001 - a lost answer: the plan stops here
+            return "blocked", f"no answer from the API server: {err}"
         return "evicted", ""
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
@@ -143,11 +148,11 @@ class KubePlacerApi:
 
 
 def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
-    """An Eviction answer: 201 evicted, 404 gone (already deleted), 429 blocked with the Status
-    message and its causes (a PodDisruptionBudget names itself in a cause)."""
+    """An Eviction answer: 201 evicted, 404 gone (already deleted); anything else refused, with
+    the Status message and its causes (a PodDisruptionBudget names itself in a cause; 429)."""
     if code == 404:
         return "gone", ""
-    if code != 429:
+    if 200 <= code < 300:
         return "evicted", ""
     try:
         status = json.loads(body) if isinstance(body, str | bytes) else {}
@@ -155,7 +160,28 @@ def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
         status = {}
     status = status if isinstance(status, dict) else {}
     causes = [str(c.get("message")) for c in (status.get("details") or {}).get("causes") or []]
-    return "blocked", "; ".join([str(status.get("message") or "TooManyRequests"), *causes])
+    first = str(status.get("message") or ("TooManyRequests" if code == 429 else f"HTTP {code}"))
+    return "blocked", "; ".join([first, *causes])
+
+
+def budget_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
+    """policy/v1 PodDisruptionBudgets of every namespace (RBAC: list, watch), as the scheduler's
+    preemption watches them."""
+    policy = client.PolicyV1Api(api_client)
+    method = policy.list_pod_disruption_budget_for_all_namespaces
+
+    def fetch(token: str | None) -> Any:
+        return method(
+            limit=500, _continue=token, _preload_content=False, _request_timeout=_TIMEOUT * 3
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, lambda o: o)
+
+    def watcher(version: str) -> Iterable[Obj]:
+        yield from watch_events(method, version=version)
+
+    return lister, watcher
 
 
 def run_placer(
@@ -178,6 +204,16 @@ def run_placer(
                 lambda: inbox.put(placer.nodes_done),
             ),
             on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
+        ),
+        ListWatch(
+            "placer-budgets",
+            *budget_list_watch(api_client),
+            on_list=Paged(
+                lambda: inbox.put(placer.budgets_start),
+                lambda items: inbox.put(lambda: placer.budgets_page(items)),
+                lambda: inbox.put(placer.budgets_done),
+            ),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.budget_event(kind, obj)),
         ),
         ListWatch(
             "placer-pods",

@@ -24,6 +24,7 @@ from webhook.groups.decision import Member, Policy, Request, Waiting
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
+from webhook.groups.preempt.budgets import Budget, budget_of
 from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.ranks import free_ranks
@@ -79,6 +80,7 @@ class Placer:
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
         self._said: dict[tuple[GroupKey, str], tuple[str, float]] = {}  # last Event per reason
         self._listing: dict[str, PodRecord] = {}  # a pod list in flight (pods_start)
+        self._budgets: list[Budget] = []  # a PodDisruptionBudget list in flight
 
     # -- inputs ------------------------------------------------------------------------------
     def nodes_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
@@ -105,6 +107,33 @@ class Placer:
             self.view.put_node(obj)
         if self.view.generation != generation:
             self.retry_all()
+
+    def budgets_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.budgets_start()
+        self.budgets_page(items)
+        self.budgets_done()
+
+    def budgets_start(self) -> None:
+        """A PodDisruptionBudget list, page by page (a preemption counts them)."""
+        self._budgets = []
+
+    def budgets_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self._budgets += [b for obj in items if (b := budget_of(obj)) is not None]
+
+    def budgets_done(self) -> None:
+        self.preempt.budgets.reset(self._budgets)
+        self._budgets = []
+        self.retry_all()
+
+    def budget_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        b = budget_of(obj)
+        if b is None:
+            return
+        if kind == "DELETED":
+            self.preempt.budgets.remove(b.namespace, b.name)
+        else:
+            self.preempt.budgets.put(b)
+        self.retry_all()  # a budget that allows more may let a waiting group preempt
 
     def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
         self.pods_start()
@@ -265,16 +294,20 @@ class Placer:
         try:
             decided = self._decide(request, recs, indexed.ranks, spec.size, indexed.unranked)
             more = ""
-            if isinstance(decided, Waiting) and within is None and decided.level is not None:
+            if isinstance(decided, Waiting):
+                at = levels(self.view, request, decided.level) if decided.level else ()
                 g = Group(
                     key,
                     gated[0].priority,
                     not gated[0].never,
                     request.members,
-                    levels(self.view, request, decided.level),
+                    (within[0],) if within is not None else at,
                     tuple(pod_ref(r) for r in gated),
+                    within[1] if within is not None else None,  # replacements: its own domain
                 )
-                more = self.preempt.waiting(self.view, g)
+                if g.levels:
+                    more = self.preempt.waiting(self.view, g)
+                more += self.preempt.held_for_others()
         finally:
             self.preempt.unmask(self.view, masked)
         took = time.perf_counter() - started

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
+from webhook.groups.imex.domains import Owner, claimed_templates, controller_of
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
 from webhook.groups.objects import pod_gpus
+from webhook.groups.preempt.budgets import Labels, labels_of
 from webhook.groups.preempt.index import Running
 from webhook.groups.selector import Selector, selector_of
 
@@ -35,6 +37,9 @@ class PodRecord:
     never: bool = False  # spec.preemptionPolicy: Never
     created: str = ""  # metadata.creationTimestamp (RFC 3339: sorts as text)
     grace: float = 30.0  # spec.terminationGracePeriodSeconds
+    templates: tuple[str, ...] = ()  # ResourceClaimTemplates it claims (IMEX channel: imex/)
+    owner: Owner | None = None  # its controller (a ComputeDomain's ownerReference)
+    labels: Labels = ()  # sorted, shared between pods with the same (PodDisruptionBudgets)
 
 
 def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
@@ -74,6 +79,9 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         never=spec.get("preemptionPolicy") == "Never",
         created=str(meta.get("creationTimestamp") or ""),
         grace=float(_int(spec.get("terminationGracePeriodSeconds"), 30)),
+        templates=claimed_templates(spec) if grouped else (),
+        owner=controller_of(meta) if grouped else None,
+        labels=labels_of(meta.get("labels")),
     )
 
 
@@ -118,4 +126,5 @@ def as_running(rec: PodRecord) -> Running:
         gang,
         not rec.member,
         rec.grace,
+        rec.labels,
     )

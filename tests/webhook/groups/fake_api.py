@@ -2,7 +2,10 @@
 does (a failing `test` op is HTTP 422, an unknown pod 404), enforces what may change while a pod is
 gated (KEP-3838, shared/notes/k8s_placement.md 4.4), answers Eviction as kube-apiserver's
 pods/eviction does (pkg/registry/core/pod/storage/eviction.go: 201 with a Success Status, 429
-TooManyRequests naming the PodDisruptionBudget, 404 for a pod already gone; an evicted pod gets
+TooManyRequests naming the PodDisruptionBudget, 404 for a pod already gone, 500 for a pod that
+two budgets select; a terminating pod skips the budget check; an eviction spends one of the
+budget's status.disruptionsAllowed and lists the pod in status.disruptedPods, a dry run
+(deleteOptions.dryRun ["All"]) checks the same and changes nothing; an evicted pod gets
 deletionTimestamp and the DisruptionTarget condition), and records Events."""
 
 from __future__ import annotations
@@ -69,8 +72,9 @@ class FakeApi:
         self.patches: list[tuple[str, list[dict[str, Any]]]] = []
         self.events: list[tuple[str, str, str]] = []
         self.fail_after: int | None = None  # simulate a crash: raise after this many patches
-        self.pdbs: dict[str, tuple[dict[str, str], int]] = {}  # name -> (selector, allowed)
+        self.pdbs: dict[str, dict[str, Any]] = {}  # name -> policy/v1 PodDisruptionBudget
         self.evictions: list[tuple[str, int]] = []  # (pod name, HTTP status answered)
+        self.dry_runs: list[tuple[str, int]] = []  # the same for dry-run evictions
         self.now = 0.0  # the placer's clock where a test passes it
 
     def create(self, pod: dict[str, Any]) -> dict[str, Any]:
@@ -98,51 +102,114 @@ class FakeApi:
         self.pods[(namespace, name)] = new
         self.patches.append((name, ops))
 
-    def eviction(self, namespace: str, name: str) -> tuple[int, dict[str, Any]]:
+    def add_pdb(
+        self,
+        name: str,
+        match_labels: dict[str, str] | None,
+        allowed: int,
+        namespace: str = "batch",
+        expressions: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """A PodDisruptionBudget as the disruption controller leaves it (status counted);
+        `match_labels` None: a null selector (selects nothing)."""
+        selector: dict[str, Any] | None = None
+        if match_labels is not None or expressions:
+            selector = {"matchLabels": dict(match_labels or {})}
+            if expressions:
+                selector["matchExpressions"] = expressions
+        obj = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"pdb-{name}"},
+            "spec": {"minAvailable": 1, "selector": selector},
+            "status": {"disruptionsAllowed": allowed, "disruptedPods": {}, "observedGeneration": 1},
+        }
+        self.pdbs[name] = obj
+        return copy.deepcopy(obj)
+
+    def _selecting(self, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        found = []
+        for _, pdb in sorted(self.pdbs.items()):
+            if pdb["metadata"]["namespace"] != namespace:
+                continue
+            selector = pdb["spec"].get("selector")
+            if selector is None:  # policy/v1: a null selector selects no pod
+                continue
+            if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+                continue
+            if all(_expression(e, labels) for e in selector.get("matchExpressions") or []):
+                found.append(pdb)
+        return found
+
+    def eviction(
+        self, namespace: str, name: str, dry_run: bool = False
+    ) -> tuple[int, dict[str, Any]]:
         """The HTTP status and body kube-apiserver answers a policy/v1 Eviction with."""
         pod = self.pods.get((namespace, name))
         if pod is None:
             return 404, status(404, "NotFound", f'pods "{name}" not found')
         labels = pod["metadata"].get("labels") or {}
         if not pod["metadata"].get("deletionTimestamp"):  # a terminating pod skips the PDB check
-            for pdb, (selector, allowed) in sorted(self.pdbs.items()):
-                if selector.items() <= labels.items():
-                    if allowed <= 0:
-                        body = status(
-                            429,
-                            "TooManyRequests",
-                            "Cannot evict pod as it would violate the pod's disruption budget.",
-                        )
-                        body["details"] = {
-                            "causes": [
-                                {
-                                    "reason": "DisruptionBudget",
-                                    "message": f"The disruption budget {pdb} needs 1 healthy "
-                                    "pods and has 1 currently",
-                                }
-                            ]
-                        }
-                        return 429, body
-                    self.pdbs[pdb] = (selector, allowed - 1)
-            pod["metadata"]["deletionTimestamp"] = "2026-11-26T14:00:00Z"
-            conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-            conditions.append(
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "EvictionByEvictionAPI",
-                    "message": "Eviction API: evicting",
-                }
-            )
+            pdbs = self._selecting(namespace, labels)
+            if len(pdbs) > 1:
+                return 500, status(
+                    500,
+                    "InternalError",
+                    "Internal error occurred: This pod has more than one PodDisruptionBudget, "
+                    "which the eviction subresource does not support.",
+                )
+            for pdb in pdbs:
+                if pdb["status"]["disruptionsAllowed"] <= 0:
+                    body = status(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    )
+                    body["details"] = {
+                        "causes": [
+                            {
+                                "reason": "DisruptionBudget",
+                                "message": f"The disruption budget {pdb['metadata']['name']} "
+                                "needs 1 healthy pods and has 1 currently",
+                            }
+                        ]
+                    }
+                    return 429, body
+                if not dry_run:
+                    pdb["status"]["disruptionsAllowed"] -= 1
+                    pdb["status"]["disruptedPods"][name] = "2026-11-26T14:00:00Z"
+            if not dry_run:
+                pod["metadata"]["deletionTimestamp"] = "2026-11-26T14:00:00Z"
+                conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+                conditions.append(
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "EvictionByEvictionAPI",
+                        "message": "Eviction API: evicting",
+                    }
+                )
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
 
-    def evict_pod(self, namespace: str, name: str) -> tuple[Outcome, str]:
-        code, body = self.eviction(namespace, name)
-        self.evictions.append((name, code))
+    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
+        code, body = self.eviction(namespace, name, dry_run)
+        (self.dry_runs if dry_run else self.evictions).append((name, code))
         return eviction_outcome(code, json.dumps(body))
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         self.events.append((pod["metadata"]["name"], reason, message))
+
+
+def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A label selector requirement (apimachinery labels.Requirement.Matches)."""
+    key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    return key not in labels  # DoesNotExist
 
 
 def status(code: int, reason: str, message: str) -> dict[str, Any]:

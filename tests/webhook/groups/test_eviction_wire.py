@@ -27,7 +27,8 @@ def server() -> Iterator[tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]]]:
             body = json.loads(self.rfile.read(length))
             seen.append({"path": self.path, "body": body})
             parts = self.path.split("/")  # /api/v1/namespaces/NS/pods/NAME/eviction
-            code, answer = fake.eviction(parts[4], parts[6])
+            dry = (body.get("deleteOptions") or {}).get("dryRun") == ["All"]
+            code, answer = fake.eviction(parts[4], parts[6], dry)
             reply(self, code, json.dumps(answer).encode())
 
         def log_message(self, *args: Any) -> None:
@@ -45,7 +46,7 @@ def test_eviction_goes_through_the_eviction_api_and_reads_each_answer(
     protected = gpu_pod("db-0", 8, namespace="batch", node_name="node-0001")
     protected["metadata"]["labels"] = {"app": "db"}
     fake.create(protected)
-    fake.pdbs["db"] = ({"app": "db"}, 0)
+    fake.add_pdb("db", {"app": "db"}, 0)
     assert api.evict_pod("batch", "run-0") == ("evicted", "")
     assert seen[0] == {
         "path": "/api/v1/namespaces/batch/pods/run-0/eviction",
@@ -62,3 +63,34 @@ def test_eviction_goes_through_the_eviction_api_and_reads_each_answer(
         "The disruption budget db needs 1 healthy pods and has 1 currently"
     )
     assert api.evict_pod("batch", "gone-0") == ("gone", "")
+
+
+def test_a_dry_run_asks_with_delete_options_and_evicts_nothing(
+    server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
+) -> None:
+    api, fake, seen = server
+    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000")
+    pod["metadata"]["labels"] = {"app": "web"}
+    fake.create(pod)
+    fake.add_pdb("web", {"app": "web"}, 1)
+    assert api.evict_pod("batch", "run-0", dry_run=True) == ("evicted", "")
+    assert seen[0]["body"]["deleteOptions"] == {"dryRun": ["All"]}
+    assert "deletionTimestamp" not in fake.pods[("batch", "run-0")]["metadata"]
+    assert fake.pdbs["web"]["status"]["disruptionsAllowed"] == 1  # nothing spent
+    assert api.evict_pod("batch", "run-0") == ("evicted", "")
+    assert fake.pdbs["web"]["status"]["disruptionsAllowed"] == 0
+    assert fake.pdbs["web"]["status"]["disruptedPods"] == {"run-0": "2026-11-26T14:00:00Z"}
+
+
+def test_any_other_refusal_stops_a_plan_with_the_api_servers_words(
+    server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
+) -> None:
+    api, fake, _ = server
+    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000")
+    pod["metadata"]["labels"] = {"app": "web", "tier": "a"}
+    fake.create(pod)
+    fake.add_pdb("web", {"app": "web"}, 5)
+    fake.add_pdb("tier", {"tier": "a"}, 5)
+    outcome, message = api.evict_pod("batch", "run-0", dry_run=True)
+    assert outcome == "blocked"
+    assert "more than one PodDisruptionBudget" in message

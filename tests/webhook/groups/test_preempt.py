@@ -89,17 +89,16 @@ def test_groups_of_lower_priority_stay_out_of_the_domain_freed_for_a_higher_one(
     assert {placement(api, f"train-{i}") for i in range(4)} == {f"leaf={leaf_of(victims[0])}"}
 
 
-def test_a_pdb_that_refuses_sends_the_group_to_the_next_leaf() -> None:
+def test_a_dry_run_refusal_sends_the_group_to_the_next_leaf_before_any_eviction() -> None:
     api, placer = full()
-    for i in range(4):  # leaf-0's pods are under a PDB that allows no disruption
+    for i in range(4):  # leaf-0's pods are under a PDB the placer has not seen (no watch yet)
         api.pods[("batch", f"run-{i:02d}")]["metadata"]["labels"] = {"app": "db"}
-    api.pdbs["db"] = ({"app": "db"}, 0)
+    api.add_pdb("db", {"app": "db"}, 0)
     group(api, placer, "train", 4, HIGH)
-    assert api.evictions[0] == ("run-00", 429)  # the first refusal: nothing more in leaf-0
+    assert api.dry_runs[0] == ("run-00", 429)  # refused as a dry run: nothing went in leaf-0
     victims = evicted(api)
     assert len(victims) == 4 and {leaf_of(v) for v in victims} == {"leaf-1"}
-    blocked = reasons(api, "GroupPreemptionBlocked")
-    assert blocked and "The disruption budget db needs" in blocked[0][1]
+    assert [n for n, _ in api.evictions] == victims  # no real eviction was refused
     leave(api, placer, victims)
     assert {placement(api, f"train-{i}") for i in range(4)} == {"leaf=leaf-1"}
 
@@ -117,17 +116,22 @@ def test_a_victim_already_gone_is_no_error() -> None:
     assert {placement(api, f"train-{i}") for i in range(4)} == {"leaf=leaf-0"}
 
 
-def test_a_victim_that_does_not_leave_sends_the_group_on_and_says_so() -> None:
+def test_a_victim_that_does_not_leave_is_reported_and_no_second_leaf_is_opened() -> None:
     api, placer = full()
     group(api, placer, "train", 4, HIGH)
     first = evicted(api)
+    for name in first:  # terminating: the watch says so
+        placer.pod_event("MODIFIED", api.get(name, "batch"))
     api.now = 30 + 30 + 1  # grace period (30 s default) + the bound: a finalizer holds them
-    placer.retry_all()
-    placer.reconcile()
+    for _ in range(3):
+        placer.retry_all()
+        placer.reconcile()
     stalled = reasons(api, "GroupPreemptionStalled")
-    assert stalled and f"leaf {leaf_of(first[0])}" in stalled[0][1] and "next leaf" in stalled[0][1]
-    second = evicted(api)[4:]
-    assert len(second) == 4 and {leaf_of(v) for v in second} != {leaf_of(first[0])}
+    assert len(stalled) == 4  # once per member, not once per reconcile
+    assert f"leaf {leaf_of(first[0])}" in stalled[0][1] and "no other leaf" in stalled[0][1]
+    assert evicted(api) == first  # nothing more evicted anywhere
+    leave(api, placer, first)
+    assert {placement(api, f"train-{i}") for i in range(4)} == {f"leaf={leaf_of(first[0])}"}
 
 
 def test_never_and_equal_priority_preempt_nothing() -> None:

@@ -43,12 +43,12 @@ def test_lowest_priorities_first_then_fewest_pods_and_the_spare_ones_kept() -> N
         *(run(f"low-{i}", i, 8, 200) for i in (4, 5, 6, 7)),
     ]
     view, index = world(pods)
-    plan = choose(view, index, members(2), "leaf", 1000)
+    plan = choose(view, index, members(2), "leaf", 1000).plan
     assert plan is not None and plan.domain == "leaf-1"  # priority 200 < 300 beats fewer pods
     assert sorted(v.name for v in plan.victims) == ["low-4", "low-5"]  # only what it needs
     assert plan.cost == (False, 200, 2, 16)
-    assert choose(view, index, members(2), "leaf", 200) is None  # never equal or higher
-    blocked = choose(view, index, members(2), "leaf", 1000, blocked={"leaf-1"})
+    assert choose(view, index, members(2), "leaf", 200).plan is None  # never equal or higher
+    blocked = choose(view, index, members(2), "leaf", 1000, blocked={"leaf-1"}).plan
     assert blocked is not None and blocked.domain == "leaf-0"  # a PDB-blocked leaf comes last
 
 
@@ -59,12 +59,12 @@ def test_a_gang_member_brings_its_whole_gang_and_higher_gangs_are_safe() -> None
         *(run(f"r-{i}", i, 8, 100) for i in (1, 2, 3, 5, 6, 7)),
     ]
     view, index = world(pods)
-    plan = choose(view, index, members(4), "leaf", 1000)
+    plan = choose(view, index, members(4), "leaf", 1000).plan
     assert plan is not None and plan.domain == "leaf-0"  # equal cost: fabric order
     assert sorted(v.name for v in plan.victims) == ["g-a", "g-b", "r-1", "r-2", "r-3"]
     assert plan.cost == (False, 100, 5, 40)
     view, index = world([*pods[:2], run("vip", 1, 8, 5000, gang="vip"), *pods[3:]])
-    plan = choose(view, index, members(4), "leaf", 1000)
+    plan = choose(view, index, members(4), "leaf", 1000).plan
     assert plan is not None and plan.domain == "leaf-1"  # leaf-0 holds a pod it may not evict
 
 

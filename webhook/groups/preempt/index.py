@@ -12,6 +12,7 @@ from typing import Any
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.names import LEVELS, Level
+from webhook.groups.preempt.budgets import Labels
 
 GangKey = tuple[str, str]  # (namespace, group name)
 Sums = dict[str, dict[int, dict[int, int]]]  # domain -> priority -> GPUs of one pod -> pods
@@ -30,6 +31,7 @@ class Running:
     gang: GangKey | None  # the placed group it belongs to (evicted whole)
     leaving: bool  # being deleted already: its GPUs come free without an eviction
     grace: float = 30.0  # spec.terminationGracePeriodSeconds
+    labels: Labels = ()  # what PodDisruptionBudgets select it by
 
 
 class RunningIndex:

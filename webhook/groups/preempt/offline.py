@@ -1,5 +1,6 @@
 """What `explain` says about priority offline: the running pods it is given (they hold GPUs and
-may be victims), the group's would-be preemption, and the waiting groups in the placer's order."""
+may be victims), the group's would-be preemption with the PodDisruptionBudgets it would consult,
+and the waiting groups in the placer's order."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
 from webhook.groups.names import Level
+from webhook.groups.preempt.budgets import Budgets, budget_of
 from webhook.groups.preempt.index import RunningIndex
 from webhook.groups.preempt.victims import choose, describe
+from webhook.groups.preempt.words import SHOWN
 from webhook.groups.records import as_running, pod_record
 
 
@@ -26,24 +29,49 @@ def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningInd
     return index
 
 
-def preemption_line(
+def budgets_of(objs: Iterable[Mapping[str, Any]]) -> Budgets:
+    budgets = Budgets()
+    budgets.reset(b for obj in objs if (b := budget_of(obj)) is not None)
+    return budgets
+
+
+def preemption_lines(
     view: CapacityView,
     index: RunningIndex,
     pod: Mapping[str, Any],
     members: tuple[Member, ...],
     level: Level,
-) -> str:
+    budgets: Budgets,
+) -> list[str]:
     spec = pod.get("spec") or {}
     rec = pod_record(pod, 0.0)
     if spec.get("preemptionPolicy") == "Never":
-        return "  preemption: none (preemptionPolicy Never)"
-    plan = choose(view, index, members, level, rec.priority)
-    if plan is None:
-        return f"  preemption: no {level} is freed by pods of priority < {rec.priority}"
-    return (
-        f"  preemption: would evict {len(plan.victims)} pods ({plan.gpus} GPUs, priority <= "
-        f"{plan.cost[1]}) in {level} {plan.domain}: {describe(plan)}"
-    )
+        return ["  preemption: none (preemptionPolicy Never)"]
+    choice = choose(view, index, members, level, rec.priority, budgets=budgets)
+    plan, lines = choice.plan, []
+    if plan is not None:
+        lines.append(
+            f"  preemption: would evict {len(plan.victims)} pods ({plan.gpus} GPUs, priority <= "
+            f"{plan.cost[1]}) in {level} {plan.domain}: {describe(plan)}"
+        )
+        for u in plan.budgets:
+            lines.append(
+                f"    budget {u.namespace}/{u.name}: allows {u.allowed}, the plan wants "
+                f"{u.wanted}: allows it"
+            )
+    elif choice.refused:
+        lines.append(
+            f"  preemption: none: every {level} that pods of priority < {rec.priority} would "
+            "free is kept by a PodDisruptionBudget; nothing would be evicted"
+        )
+    else:
+        lines.append(f"  preemption: no {level} is freed by pods of priority < {rec.priority}")
+    for r in choice.refused[:SHOWN]:
+        for u in r.budgets:
+            lines.append(f"    budget {u.words()} in {level} {r.domain}: blocks it")
+    if len(choice.refused) > SHOWN:
+        lines.append(f"    ... {len(choice.refused) - SHOWN} more {level}s kept by budgets")
+    return lines
 
 
 def waiting_lines(pods: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[str]:

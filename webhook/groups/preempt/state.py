@@ -1,33 +1,40 @@
 """The waiting groups' preemptions: plans under way, held domains, evictions and their Events.
 
 Transport-free: evictions go through an `Evictor` (groups/kube.py: the Eviction API, so
-PodDisruptionBudgets hold) and Events through the placer's API. One group has at most one plan
-under way; while its victims leave, the domain is held for it, and a victim that does not leave
-within its grace period plus BOUND seconds sends the group to the next domain.
+PodDisruptionBudgets hold) and Events through the placer's API. A plan is whole before it starts:
+victims.py picks a domain only where every victim's budgets allow it, and every eviction of the
+plan is then tried as a dry run before the first real one. One group has at most one plan under
+way and opens no second domain while victims of the first are terminating: a refusal mid-plan
+stops it, and what it evicted stays held for the group, so the next plan finishes that domain.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
 from webhook.groups.names import Level
+from webhook.groups.preempt.budgets import Budgets
 from webhook.groups.preempt.index import GangKey, RunningIndex
-from webhook.groups.preempt.victims import Plan, choose, closest, describe
+from webhook.groups.preempt.victims import Choice, Plan, choose, closest, describe
+from webhook.groups.preempt.words import blocked_words, held_words
 
-BOUND = 30.0  # seconds past the victims' longest grace period before the next domain is tried
-RETRY = 10.0  # seconds between two tries of evictions a PodDisruptionBudget refused
+log = logging.getLogger(__name__)
+BOUND = 30.0  # seconds past the victims' longest grace period before they are called stalled
+RETRY = 10.0  # seconds before a domain the API server refused is tried again
 HOLD = "gpufabric-hold/"  # promise ids that keep a held domain's free GPUs from other groups
 Outcome = Literal["evicted", "gone", "blocked"]
 
 
 class Evictor(Protocol):
-    def evict_pod(self, namespace: str, name: str) -> tuple[Outcome, str]:
+    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
         """("evicted", ""), ("gone", "") for a pod already deleted (404), or ("blocked", the
-        API server's message) when a PodDisruptionBudget refuses it (429)."""
+        API server's message) when it refuses (429: a PodDisruptionBudget). `dry_run`: only ask
+        (the Eviction's deleteOptions.dryRun ["All"]), nothing is evicted."""
         ...
 
 
@@ -49,9 +56,11 @@ class Hold:
 @dataclass(frozen=True, slots=True)
 class Ongoing:
     plan: Plan
-    deadline: float
-    pending: tuple[str, ...]  # victim uids a PodDisruptionBudget kept so far
-    retry_at: float = 0.0  # not before: every pod event would otherwise ask again
+    deadline: float  # past it, victims still terminating are reported stalled (once)
+    pending: tuple[str, ...]  # victims not evicted: a refusal stopped the plan before them
+    retry_at: float = 0.0  # when the domain is planned again after such a refusal
+    refusal: str = ""  # the API server's words
+    stalled: bool = False  # GroupPreemptionStalled was said
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,7 @@ class Group:
     members: tuple[Member, ...]
     levels: tuple[Level, ...]  # its level; for `preferred`, those above it too, in order
     pods: tuple[Mapping[str, Any], ...]  # references of its gated pods, for Events
+    only: str | None = None  # a placed group's replacements: its recorded domain, at levels[0]
 
 
 def ref(namespace: str, name: str, uid: str) -> dict[str, Any]:
@@ -80,21 +90,26 @@ class Preemptor:
     ) -> None:
         self.evictor, self.event, self.clock, self.metrics = evictor, event, clock, metrics
         self.index = RunningIndex()
+        self.budgets = Budgets()
         self.holds: dict[GangKey, Hold] = {}
         self.ongoing: dict[GangKey, Ongoing] = {}
-        self.skip: dict[GangKey, set[str]] = {}  # domains whose victims did not leave in time
-        self.blocked: dict[GangKey, set[str]] = {}  # domains where a PDB refused an eviction
+        self.committed: dict[GangKey, tuple[Level, str]] = {}  # where it evicted: finish there
+        self.blocked: dict[GangKey, set[str]] = {}  # domains where a real eviction was refused
+        # domains a dry run refused: (budgets generation, until): skipped while both hold
+        self.refused: dict[GangKey, dict[str, tuple[int, float]]] = {}
         self._held: set[str] = set()  # nodes held for groups the one deciding must not pass
+        self._masked: list[tuple[GangKey, Hold]] = []
 
     # -- holds -------------------------------------------------------------------------------
     def mask(self, view: CapacityView, key: GangKey, priority: int) -> list[str]:
         """Promise away the free GPUs of every domain held for a group this one must not pass
         (higher priority, or equal priority that already preempted); unmask() gives them back."""
         uids: list[str] = []
-        self._held = set()
+        self._held, self._masked = set(), []
         for k, h in self.holds.items():
             if k == key or h.priority < priority or (h.priority == priority and not h.preempting):
                 continue
+            self._masked.append((k, h))
             for n in view.domain_nodes(h.level, h.domain):
                 self._held.add(n)
                 f = view.free(n)
@@ -108,12 +123,15 @@ class Preemptor:
         for uid in uids:
             view.release(uid)
 
+    def held_for_others(self) -> str:
+        """Words for a waiting message: the domains the last mask() kept from the group, and
+        the groups they are held for."""
+        return held_words(self._masked)
+
     def done(self, key: GangKey) -> None:
         """The group is placed or gone: its hold and plan end."""
-        self.holds.pop(key, None)
-        self.ongoing.pop(key, None)
-        self.skip.pop(key, None)
-        self.blocked.pop(key, None)
+        for state in (self.holds, self.ongoing, self.committed, self.blocked, self.refused):
+            state.pop(key, None)
 
     # -- waiting -----------------------------------------------------------------------------
     def waiting(self, view: CapacityView, g: Group) -> str:
@@ -126,32 +144,59 @@ class Preemptor:
             text = self._going_on(g, ongoing)
             if text:
                 return text
-        for _ in range(3):  # a PDB that refuses sends the group to another domain at once
-            plan = self._choose(view, g)
-            if plan is None and self.skip.pop(g.key, set()):  # all tried: start over
-                continue
-            if plan is None:  # nothing of lower priority frees a domain: wait as without
-                return self._hold_closest(view, g)
-            text = self._start(g, plan)
+        for _ in range(3):  # a dry run that refuses sends the group to the next domain
+            choice = self._choose(view, g)
+            if choice.plan is None:
+                if g.key in self.committed and not choice.refused and not self._leaving(g.key):
+                    del self.committed[g.key]  # lower pods no longer free it: start afresh
+                    continue
+                return self._hold_closest(view, g) + blocked_words(choice, g.levels[0])
+            text = self._start(g, choice.plan)
             if text:
                 return text
-        return "; PodDisruptionBudgets refuse the evictions; retrying"
+        return "; the API server refuses evictions its budgets allowed; retrying"
 
-    def _choose(self, view: CapacityView, g: Group) -> Plan | None:
-        skip, blocked = self.skip.get(g.key, set()), self.blocked.get(g.key, set())
-        for level in g.levels:  # `preferred` climbs only where no lower level can be freed
-            plan = choose(view, self.index, g.members, level, g.priority, skip, blocked, self._held)
-            if plan is not None:
-                return plan
-        return None
+    def _choose(self, view: CapacityView, g: Group) -> Choice:
+        now, generation = self.clock(), self.budgets.generation
+        refused = self.refused.get(g.key, {})
+        skip = {d for d, (gen, until) in refused.items() if gen == generation and now < until}
+        blocked = self.blocked.get(g.key, set())
+        where = self.committed.get(g.key) or ((g.levels[0], g.only) if g.only else None)
+        levels = (where[0],) if where is not None else g.levels
+        kept: list[Choice] = []
+        for level in levels:  # `preferred` climbs only where no lower level can be freed
+            choice = choose(
+                view,
+                self.index,
+                g.members,
+                level,
+                g.priority,
+                skip,
+                blocked,
+                self._held,
+                self.budgets,
+                where[1] if where is not None else None,
+            )
+            if choice.plan is not None:
+                return choice
+            kept.append(choice)
+        return Choice(None, tuple(r for c in kept for r in c.refused))
+
+    def _leaving(self, key: GangKey) -> bool:
+        o = self.ongoing.get(key)
+        return o is not None and any(v.uid in self.index.pods for v in o.plan.victims)
 
     def _hold_closest(self, view: CapacityView, g: Group) -> str:
         """A group that cannot preempt holds the domain nearest to holding it against groups of
         lower priority, so that it fills up for it (kube-scheduler has no such hold: its plain
-        pods need one node, not a whole domain)."""
+        pods need one node, not a whole domain); one that evicted somewhere holds that domain."""
+        where = self.committed.get(g.key)
+        if where is not None:
+            self.holds[g.key] = Hold(g.priority, where[0], where[1], True)
+            return ""
         self.ongoing.pop(g.key, None)
         level = g.levels[0]
-        domain = closest(view, g.members, level)
+        domain = g.only or closest(view, g.members, level)
         if domain is None:
             self.holds.pop(g.key, None)
         else:
@@ -159,83 +204,96 @@ class Preemptor:
         return ""
 
     def _going_on(self, g: Group, o: Ongoing) -> str:
-        """'' when the plan is over (its victims are gone, or stalled): choose again."""
-        left = [v for v in o.plan.victims if v.uid in self.index.pods]
-        if o.pending and left and self.clock() >= o.retry_at:
-            o = self._evict(g, o.plan, o.pending, o.deadline, told=frozenset(o.pending))
-            if o.pending and not o.plan.cost[0]:
-                self.blocked.setdefault(g.key, set()).add(o.plan.domain)
-                self.ongoing.pop(g.key, None)
-                return ""
-            self.ongoing[g.key] = o
+        """'' when the plan is over (its victims are gone, or a refusal is due a retry)."""
         where = f"{o.plan.level} {o.plan.domain}"
-        if left and self.clock() < o.deadline:
-            return f"; preempting in {where}: {len(left)} of {len(o.plan.victims)} victims to go"
-        self.ongoing.pop(g.key, None)
-        if left:
-            self.skip.setdefault(g.key, set()).add(o.plan.domain)
+        left = [v for v in o.plan.victims if v.uid in self.index.pods and v.uid not in o.pending]
+        if o.pending and self.clock() < o.retry_at:
+            return (
+                f"; preempting in {where}: stopped by the API server ({o.refusal}); "
+                f"{len(left)} evicted victims to go, {len(o.pending)} kept; no other "
+                f"{o.plan.level} is opened"
+            )
+        if o.pending or not left:
+            del self.ongoing[g.key]
+            return ""
+        if self.clock() >= o.deadline and not o.stalled:
             names = ", ".join(f"{v.namespace}/{v.name}" for v in left[:8])
             text = (
                 f"group {g.key[1]}: victims in {where} did not leave within their grace period "
-                f"+ {BOUND:.0f}s ({names}); trying the next {o.plan.level}"
+                f"+ {BOUND:.0f}s ({names}); waiting for them, no other {o.plan.level} is opened"
             )
             for pod in g.pods:
                 self.event(pod, "GroupPreemptionStalled", text, "Warning")
-        return ""
+            self.ongoing[g.key] = replace(o, stalled=True)
+        return f"; preempting in {where}: {len(left)} of {len(o.plan.victims)} victims to go"
 
     def _start(self, g: Group, plan: Plan) -> str:
+        """Confirm the whole plan by dry runs, then evict; '' when a dry run (or the first real
+        eviction) was refused and nothing went: the domain is skipped for a while."""
+        assert self.evictor is not None  # noqa: S101 - only plans with an evictor start
         where = f"{plan.level} {plan.domain}"
+        for v in plan.victims:
+            outcome, message = self.evictor.evict_pod(v.namespace, v.name, dry_run=True)
+            if outcome == "blocked":
+                return self._refused(g, plan, f"{v.namespace}/{v.name}: {message}")
         text = (
             f"group {g.key[1]} (priority {g.priority}) preempts {len(plan.victims)} pods "
             f"({plan.gpus} GPUs, priority <= {plan.cost[1]}) in {where}: {describe(plan)}"
         )
         for pod in g.pods:
             self.event(pod, "GroupPreempting", text, "Normal")
-        self.holds[g.key] = Hold(g.priority, plan.level, plan.domain, True)
         grace = max((v.grace for v in plan.victims), default=30.0)
-        o = self._evict(g, plan, tuple(v.uid for v in plan.victims), self.clock() + grace + BOUND)
-        if self.metrics:
-            self.metrics.preempted(1, 0, 0)
-        if o.pending and not plan.cost[0]:  # first refusal here: another domain may do
+        now = self.clock()
+        pending, refusal, pods, gpus = self._evict(g, plan)
+        if not pods and pending:  # refused before anything went: as a dry run refusal
             self.blocked.setdefault(g.key, set()).add(plan.domain)
-            return ""
-        self.ongoing[g.key] = o
+            return self._refused(g, plan, refusal)
+        if self.metrics:
+            self.metrics.preempted(1, pods, gpus)
+        self.committed[g.key] = (plan.level, plan.domain)
+        self.holds[g.key] = Hold(g.priority, plan.level, plan.domain, True)
+        self.ongoing[g.key] = Ongoing(plan, now + grace + BOUND, pending, now + RETRY, refusal)
+        if pending:
+            return (
+                f"; preempting in {where}: stopped after {pods} of {len(plan.victims)} "
+                f"evictions ({refusal}); the rest of {where} is planned again"
+            )
         return f"; preempting in {where}: {len(plan.victims)} victims evicted"
 
-    def _evict(
-        self,
-        g: Group,
-        plan: Plan,
-        uids: Sequence[str],
-        deadline: float,
-        told: frozenset[str] = frozenset(),
-    ) -> Ongoing:
-        pending: list[str] = []
+    def _refused(self, g: Group, plan: Plan, refusal: str) -> str:
+        log.info(
+            "eviction refused before any pod went",
+            extra={"group": f"{g.key[0]}/{g.key[1]}", "domain": plan.domain, "why": refusal},
+        )
+        until = self.clock() + RETRY
+        self.refused.setdefault(g.key, {})[plan.domain] = (self.budgets.generation, until)
+        return ""
+
+    def _evict(self, g: Group, plan: Plan) -> tuple[tuple[str, ...], str, int, int]:
+        """Evict the plan's victims in order until one is refused: (the victims not evicted,
+        the refusal, pods and GPUs evicted)."""
+        assert self.evictor is not None  # noqa: S101 - only plans with an evictor start
         pods = gpus = 0
-        by_uid = {v.uid: v for v in plan.victims}
-        for i, uid in enumerate(uids):
-            v = by_uid[uid]
-            assert self.evictor is not None  # noqa: S101 - only plans with an evictor start
+        for i, v in enumerate(plan.victims):
             outcome, message = self.evictor.evict_pod(v.namespace, v.name)
-            if outcome == "blocked":
-                text = (
-                    f"group {g.key[1]}: a PodDisruptionBudget keeps {v.namespace}/{v.name} in "
-                    f"{plan.level} {plan.domain}: {message}"
-                )
-                for pod in g.pods if uid not in told else ():  # once per victim
-                    self.event(pod, "GroupPreemptionBlocked", text, "Warning")
-                if not plan.cost[0]:  # first refusal here: evict no more, another domain may do
-                    pending += uids[i:]
-                    break
-                pending.append(uid)
-                continue
+            if outcome == "blocked":  # a race the dry run could not see: stop at once
+                refusal = f"{v.namespace}/{v.name}: {message}"
+                if pods:
+                    text = (
+                        f"group {g.key[1]}: the API server refused evicting {refusal}; "
+                        f"{pods} pods already evicted in {plan.level} {plan.domain} stay held "
+                        "for the group"
+                    )
+                    for pod in g.pods:
+                        self.event(pod, "GroupPreemptionBlocked", text, "Warning")
+                return tuple(u.uid for u in plan.victims[i:]), refusal, pods, gpus
             if outcome == "evicted":
                 pods, gpus = pods + 1, gpus + v.gpus
+                for b in self.budgets.covering(v.namespace, v.labels):
+                    self.budgets.spent(b.key, v.name)  # until the watch says so
                 text = (
                     f"preempted by group {g.key[0]}/{g.key[1]} (priority {g.priority}) to free "
                     f"{plan.level} {plan.domain}"
                 )
                 self.event(ref(v.namespace, v.name, v.uid), "Preempted", text, "Normal")
-        if self.metrics and pods:
-            self.metrics.preempted(0, pods, gpus)
-        return Ongoing(plan, deadline, tuple(pending), self.clock() + RETRY)
+        return (), "", pods, gpus

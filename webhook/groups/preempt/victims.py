@@ -17,6 +17,7 @@ from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
 from webhook.groups.fit import demand, pack
 from webhook.groups.names import LEVELS, Level
+from webhook.groups.preempt.budgets import Budgets, Ledger, Use
 from webhook.groups.preempt.index import Ladder, Running, RunningIndex
 
 Cost = tuple[bool, int, int, int]  # (PDB blocked before, highest victim priority, pods, GPUs)
@@ -28,10 +29,26 @@ class Plan:
     domain: str
     victims: tuple[Running, ...]  # whole gangs, also their pods outside the domain
     cost: Cost
+    budgets: tuple[Use, ...] = ()  # each PodDisruptionBudget selecting a victim: all allow it
 
     @property
     def gpus(self) -> int:
         return sum(v.gpus for v in self.victims)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A domain that lower-priority pods would free, but not without breaking a budget."""
+
+    level: Level
+    domain: str
+    budgets: tuple[Use, ...]  # the budgets that keep victims it needs
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    plan: Plan | None  # the cheapest domain freed whole, budgets counted
+    refused: tuple[Refused, ...] = ()  # cheaper domains (by bound) that budgets keep
 
 
 class _Fit:
@@ -106,8 +123,10 @@ def evaluate(
     domain: str,
     priority: int,
     blocked: bool,
-) -> Plan | None:
-    """The cheapest victims in one domain, or None when even all of them would not free it."""
+    budgets: Budgets | None = None,
+) -> Plan | Refused | None:
+    """The cheapest victims in one domain that every budget allows; Refused when only victims
+    a budget keeps would free it, None when even all of them would not."""
     nodes = view.domain_nodes(level, domain)
     leaving, units = _units(index, nodes, priority)
     room = _Room(fit, nodes, leaving)
@@ -121,24 +140,32 @@ def evaluate(
     def inside_gpus(unit: tuple[Running, ...]) -> int:
         return sum(p.gpus for p in unit if p.node in inside)
 
+    def who(unit: tuple[Running, ...]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+        return [(p.namespace, p.name, p.labels) for p in unit]
+
     units.sort(key=lambda u: (u[0], -inside_gpus(u[1]), len(u[1]), u[1][0].uid))
+    ledger = Ledger(budgets)
     chosen: list[tuple[int, tuple[Running, ...]]] = []
     for unit in units:
         if room.fits():
             break
-        chosen.append(unit)
-        move(unit[1], 1)
-    if not chosen or not room.fits():
+        if ledger.take(who(unit[1])):  # a unit a budget keeps is passed over, not evicted
+            chosen.append(unit)
+            move(unit[1], 1)
+    if not room.fits():
+        return Refused(level, domain, ledger.blocking()) if ledger.refused else None
+    if not chosen:
         return None
     for unit in sorted(chosen, key=lambda u: (-u[0], len(u[1]), u[1][0].uid)):  # reprieve
         move(unit[1], -1)
         if room.fits():
             chosen.remove(unit)
+            ledger.give_back(who(unit[1]))
         else:
             move(unit[1], 1)
     victims = tuple(p for _, unit in chosen for p in unit)
     cost = (blocked, max(u[0] for u in chosen), len(victims), sum(p.gpus for p in victims))
-    return Plan(level, domain, victims, cost)
+    return Plan(level, domain, victims, cost, ledger.uses())
 
 
 def choose(
@@ -150,36 +177,50 @@ def choose(
     skip: Collection[str] = (),
     blocked: Collection[str] = (),
     held: Collection[str] = (),
-) -> Plan | None:
-    """The domain of the level where preempting lower-priority pods frees the group most cheaply;
-    None when no domain can be freed so. `skip`: domains not to try; `blocked`: domains where a
-    PodDisruptionBudget refused an eviction before (chosen only when no other one frees it);
-    `held`: nodes held for other groups (a domain with one of them is not freed for this one)."""
+    budgets: Budgets | None = None,
+    only: str | None = None,
+) -> Choice:
+    """The domain of the level where preempting lower-priority pods frees the group most cheaply
+    with every victim allowed to go by its PodDisruptionBudgets; no plan when no domain can be
+    freed so, with the domains budgets kept (those cheaper than the plan). `skip`: domains not
+    to try; `blocked`: domains where an eviction was refused before (chosen only when no other
+    one frees it); `held`: nodes held for other groups (a domain with one of them is not freed
+    for this one); `only`: the one domain to try (a placed group's replacements)."""
     need = demand(members)
     if need == 0:
-        return None
+        return Choice(None)
     fit = _Fit(view, members)
     free = _free(view, fit, level)
     order, ladder = view.order(level), index.ladders(view, level)
     bounds: list[tuple[Cost, int, str]] = []
-    freeable = index.freeable(view, level, priority, need, lambda lad: _bound(lad, need, priority))
-    for d, low in freeable.items():
-        if d not in free and d not in skip and d in order:
-            bounds.append(((d in blocked, *low), order[d], d))
-    for d, f in free.items():  # domains with free GPUs need fewer victims
-        if d not in skip and d in order and (low := _bound(ladder(d), need - f, priority)):
-            bounds.append(((d in blocked, *low), order[d], d))
+    if only is not None:
+        low = _bound(ladder(only), need - free.get(only, 0), priority) if only in order else None
+        if low is not None:
+            bounds.append(((only in blocked, *low), order[only], only))
+    else:
+        freeable = index.freeable(
+            view, level, priority, need, lambda lad: _bound(lad, need, priority)
+        )
+        for d, low in freeable.items():
+            if d not in free and d not in skip and d in order:
+                bounds.append(((d in blocked, *low), order[d], d))
+        for d, f in free.items():  # domains with free GPUs need fewer victims
+            if d not in skip and d in order and (low := _bound(ladder(d), need - f, priority)):
+                bounds.append(((d in blocked, *low), order[d], d))
     bounds.sort()
     best: Plan | None = None
+    refused: list[Refused] = []
     for cost, _, d in bounds:
         if best is not None and best.cost <= cost:
             break
         if held and any(n in held for n in view.domain_nodes(level, d)):
             continue
-        plan = evaluate(view, index, fit, level, d, priority, d in blocked)
-        if plan is not None and (best is None or plan.cost < best.cost):
+        plan = evaluate(view, index, fit, level, d, priority, d in blocked, budgets)
+        if isinstance(plan, Refused):
+            refused.append(plan)
+        elif plan is not None and (best is None or plan.cost < best.cost):
             best = plan
-    return best
+    return Choice(best, tuple(refused))
 
 
 def _free(view: CapacityView, fit: _Fit, level: Level) -> dict[str, int]:
