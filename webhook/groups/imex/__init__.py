@@ -1,0 +1,1 @@
+"""IMEX channels for groups on GB200/GB300 NVL72 (DESIGN.md "IMEX channels")."""

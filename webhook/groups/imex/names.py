@@ -1,0 +1,33 @@
+"""Names fixed by DESIGN.md "IMEX channels" and by NVIDIA's DRA driver (ComputeDomain CRD)."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+ANN_COMPUTE_DOMAIN: Final = "gpufabric.io/compute-domain"
+Mode = Literal["required", "preferred"]
+MODES: Final[tuple[Mode, ...]] = ("required", "preferred")
+
+CLAIM: Final = "gpufabric-imex-channel"  # the pod's resourceClaims entry the webhook adds
+
+CD_GROUP: Final = "resource.nvidia.com"
+CD_VERSION: Final = "v1beta1"
+CD_PLURAL: Final = "computedomains"
+CD_KIND: Final = "ComputeDomain"
+CD_CRD: Final = f"{CD_PLURAL}.{CD_GROUP}"
+# The driver's kubelet plugin labels a node with the UID of the ComputeDomain whose channel it
+# prepared there; the node's one channel-0 device then belongs to that ComputeDomain.
+NODE_LABEL: Final = "resource.nvidia.com/computeDomain"
+
+# On the ComputeDomains the placer makes: which group each one serves.
+LABEL_GROUP: Final = "gpufabric.io/group"
+LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
+MANAGER: Final = "gpufabric-placer"
+# On a pod outside any group that claims a user-made ComputeDomain's channel: the UID of that
+# ComputeDomain, which the pod's required pod affinity selects.
+LABEL_POD_DOMAIN: Final = "gpufabric.io/compute-domain"
+
+
+def template_name(group: str) -> str:
+    """The ResourceClaimTemplate the group's ComputeDomain declares (and its members claim)."""
+    return f"{group}-imex-channel"
