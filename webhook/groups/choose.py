@@ -96,6 +96,8 @@ def _best(ev: GroupFit, view: CapacityView, level: Level, policy: Policy) -> Pla
 
 def _why_waiting(ev: GroupFit, view: CapacityView, level: Level) -> str:
     text = f"no {level} has {ev.need} free GPUs for {len(ev.members)} pods"
+    if ev.one:
+        text += " on as many nodes (one per node: each node has one IMEX channel)"
     best = ev.most_usable(level)
     return text if best is None else f"{text}; best: {best[0]} with {best[1]}"
 

@@ -19,6 +19,7 @@ class Member:
     key: str  # the pod's namespace/name
     gpus: int
     selector: Selector
+    whole: bool = False  # no other member of its group on its node (one IMEX channel per node)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ def pack(
             return None
         out[m.key] = best
         room[best] -= m.gpus
+        if m.whole:  # its group's IMEX channel on that node is taken
+            del room[best]
     return out
 
 
@@ -58,6 +60,7 @@ class GroupFit:
         self.shapes = {m.selector.signature: view.admitted(m.selector) for m in members}
         self.need = demand(members)
         self.smallest = min((m.gpus for m in members), default=0)
+        self.one = any(m.whole for m in members)  # one member a node (IMEX channel)
         self._free: dict[str, int] = {}
         self._any_ok: AbstractSet[str] | None = None
         self._tally: Tally | None = None
@@ -114,6 +117,8 @@ class GroupFit:
         uniform = self.uniform()
         if uniform is not None:  # identical pods: counting whole-pod slots is exact
             ok, gpus, count = uniform
+            if self.one:
+                return sum(1 for n in nodes if n in ok and free(n) >= gpus) >= count
             return sum(free(n) // gpus for n in nodes if n in ok) >= count
         return pack(self.members, nodes, free, self.eligible) is not None
 
@@ -158,7 +163,7 @@ class GroupFit:
             if size[domain] < self.need or free_for(counts, self.smallest) < self.need:
                 continue
             if uniform is not None:
-                if slots(counts, uniform[1]) >= uniform[2]:
+                if slots(counts, uniform[1], self.one) >= uniform[2]:
                     return True
             elif self.fits(self.view.domain_nodes(level, domain), self.alloc):
                 return True
@@ -176,7 +181,7 @@ class GroupFit:
             if have < self.need:
                 continue
             if uniform is not None:  # enough whole-pod slots imply enough usable GPUs
-                ok = slots(counts[d], uniform[1]) >= uniform[2]
+                ok = slots(counts[d], uniform[1], self.one) >= uniform[2]
             elif free_for(counts[d], self.smallest) < self.need:
                 continue
             else:

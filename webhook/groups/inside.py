@@ -62,7 +62,10 @@ def lows(
     out = []
     for low, ns in at.items():
         if per:
-            holds = sum(free(n) // per for n in ns if n in ok[signature])
+            one = gpu_members[0].whole  # one member a node (IMEX channel)
+            holds = sum(
+                min(free(n) // per, 1) if one else free(n) // per for n in ns if n in ok[signature]
+            )
         else:
             holds = sum(f for n in ns if n in any_ok and (f := free(n)) >= smallest)
         out.append(Low(low, tuple(ns), holds, sum(free(n) for n in ns), whole[low]))

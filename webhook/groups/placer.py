@@ -22,6 +22,7 @@ from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import decide
 from webhook.groups.decision import Member, Policy, Request, Waiting
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
+from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
 from webhook.groups.preempt.budgets import Budget, budget_of
@@ -70,8 +71,10 @@ class Placer:
         clock: Callable[[], float] = time.monotonic,
         metrics: PlacerMetrics | None = None,
         evictor: Evictor | None = None,
+        imex: Imex | None = None,
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
+        self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
         self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
         self.view = CapacityView()
         self.pods: dict[str, PodRecord] = {}
@@ -159,6 +162,7 @@ class Placer:
             was = old.get(rec.uid)
             self._keep(replace(rec, seen=was.seen if was is not None else now))
         self._repromise()
+        self.imex.synced = True  # from now on a group without pods is gone
         self.retry_all()
 
     def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -181,6 +185,8 @@ class Placer:
         rec = self._put(obj, self.pods)
         if before is None or (before.holds, before.node) != (rec.holds, rec.node):
             self.retry_all()
+        elif before.labels != rec.labels and self.preempt.budgets.by_namespace:
+            self.retry_all()  # a pod that left a budget may let a waiting group preempt
         elif rec.group is not None:
             self.dirty.add((rec.namespace, rec.group.name))
 
@@ -230,6 +236,7 @@ class Placer:
     # -- the work ----------------------------------------------------------------------------
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
+        self.imex.sweep(self.groups)  # ComputeDomains of groups whose last pod is gone
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
@@ -289,6 +296,11 @@ class Placer:
             level=spec.level,
             within=within,
         )
+        adjusted = self.imex.adjust(key, request, recs, self.view.promised)
+        if isinstance(adjusted, str):
+            self._wait(key, gated, f"group {spec.name}: {adjusted}", "GroupWaiting")
+            return
+        request = adjusted
         started = time.perf_counter()
         masked = self.preempt.mask(self.view, key, gated[0].priority)  # domains held for others
         try:
@@ -320,6 +332,7 @@ class Placer:
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", _outcome(decided, within), took)
+        self.imex.ensure(key, recs)  # its ComputeDomain before the gate goes
         self._apply(key, gated, decided, recovery=bool(recorded))
 
     def order_key(self, key: GroupKey) -> OrderKey:
@@ -370,6 +383,7 @@ class Placer:
         by_key = {member_key(r): r for r in gated}
         self.waiting.pop(key, None)
         self.preempt.done(key)
+        imex = self.imex.words(key, [s.node for s in seats], self.view.where)
         for s in seats:
             rec = by_key[s.member]
             ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)
@@ -381,7 +395,7 @@ class Placer:
             self.view.promise(rec.uid, s.node, rec.gpus)
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
-            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}"
+            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
             self.api.event(pod_ref(rec), "GroupPlaced", text, "Normal")
             if s.moved:
                 self.api.event(pod_ref(rec), "GroupRankMoved", s.moved, "Warning")

@@ -17,6 +17,7 @@ _POD_META = (
     "creationTimestamp",  # waiting groups are tried oldest first
     "labels",
     "annotations",
+    "ownerReferences",  # a group's ComputeDomain is owned by the members' controller
 )
 _POD_SPEC = (
     "nodeName",
@@ -28,6 +29,7 @@ _POD_SPEC = (
     "priorityClassName",
     "preemptionPolicy",
     "terminationGracePeriodSeconds",  # how long a victim may take to leave
+    "resourceClaims",  # which ComputeDomain's IMEX channel a member claims
 )
 
 

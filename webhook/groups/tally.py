@@ -79,6 +79,11 @@ def free_for(counts: Mapping[int, int], smallest: int) -> int:
     return sum(f * c for f, c in counts.items() if f >= smallest)
 
 
-def slots(counts: Mapping[int, int], per: int) -> int:
-    """Pods of `per` GPUs the nodes take, each whole on one node (0 for `per` 0)."""
-    return sum((f // per) * c for f, c in counts.items()) if per > 0 else 0
+def slots(counts: Mapping[int, int], per: int, one: bool = False) -> int:
+    """Pods of `per` GPUs the nodes take, each whole on one node (0 for `per` 0); `one`: at most
+    one pod a node (a group with an IMEX channel)."""
+    if per <= 0:
+        return 0
+    if one:
+        return sum(c for f, c in counts.items() if f >= per)
+    return sum((f // per) * c for f, c in counts.items())
