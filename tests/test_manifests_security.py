@@ -80,6 +80,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("",), ("nodes",), (), ("list", "watch")),
         (("",), ("pods",), (), ("list", "patch", "watch")),
         (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
+        (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
     ]
     assert rules("Role", "gpufabric-placer-lease") == [

@@ -69,3 +69,51 @@ def test_explain_offline_counts_the_running_pods_and_shows_preemption_and_the_qu
         "    team-a/llama: priority 1000000, first created ?  <- this group",
         "    team-a/old: priority 100, first created 2026-11-26T09:00:00Z",
     ]
+
+
+def _budget(name: str, labels: dict[str, str], allowed: int) -> dict:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "batch"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_explain_names_the_budgets_a_preemption_would_consult_and_whether_each_allows_it() -> None:
+    status = dict(golden_statuses())["hgx-h100"]
+    nodes = fabric(8)  # leaf-0, leaf-1; every pod priority 100
+    cache = FabricCache()
+    cache.replace_nodes([(n["metadata"]["name"], copy.deepcopy(status)) for n in nodes])
+    running = [
+        gpu_pod(f"run-{i}", 8, namespace="batch", node_name=f"node-{i:04d}", phase="Running")
+        for i in range(8)
+    ]
+    for i, p in enumerate(running):
+        p["spec"]["priority"] = 100
+        p["metadata"]["labels"] = {"app": "db" if i == 2 else "web"}
+    facts = NodeFacts(
+        node_labels={n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes},
+        pods=running,
+        budgets=[_budget("db", {"app": "db"}, 0), _budget("web", {"app": "web"}, 4)],
+    )
+    pod = gpu_pod("w-0", 8, group="llama", size=4, level="leaf")
+    pod["spec"]["priority"] = 1_000_000
+    out = explain(pod, requirements(pod, "team-a", cache.claim), cache, facts)
+    tail = out.split("  decision: wait: ")[1].splitlines()
+    assert tail[1:] == [
+        "  preemption: would evict 4 pods (32 GPUs, priority <= 100) in leaf leaf-1: "
+        "batch/run-4, batch/run-5, batch/run-6, batch/run-7",
+        "    budget batch/web: allows 4, the plan wants 4: allows it",
+        "    budget batch/db (allowed 0, wanted 1) in leaf leaf-0: blocks it",
+    ]
+    facts.budgets[1]["status"]["disruptionsAllowed"] = 3  # now no leaf can be freed whole
+    out = explain(pod, requirements(pod, "team-a", cache.claim), cache, facts)
+    tail = out.split("  decision: wait: ")[1].splitlines()
+    assert tail[1:] == [
+        "  preemption: none: every leaf that pods of priority < 1000000 would free is kept by a "
+        "PodDisruptionBudget; nothing would be evicted",
+        "    budget batch/db (allowed 0, wanted 1) in leaf leaf-0: blocks it",  # web: 3 of 3
+        "    budget batch/web (allowed 3, wanted 4) in leaf leaf-1: blocks it",
+    ]
