@@ -131,7 +131,7 @@ def test_a_refusal_mid_plan_stops_at_once_and_the_next_plan_finishes_that_leaf()
 
     api.eviction = race  # type: ignore[method-assign]
     group(api, placer, "train", 4, HIGH)
-    assert [e for e in api.evictions] == [("run-00", 201), ("run-01", 201), ("run-02", 429)]
+    assert api.evictions == [("run-00", 201), ("run-01", 201), ("run-02", 429)]
     blocked = [m for _, r, m in api.events if r == "GroupPreemptionBlocked"]
     assert blocked and "2 pods already evicted in leaf leaf-0 stay held" in blocked[0]
     leave(api, placer, ["run-00", "run-01"])  # they go; the group still does not fit
