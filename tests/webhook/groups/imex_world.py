@@ -1,0 +1,146 @@
+"""A ComputeDomain API stand-in for the placer's IMEX side, checked against the driver's real CRD
+(tests/fixtures/schedulers/dra-driver-nvidia-gpu/): every object created must pass the served
+version's openAPIV3Schema and CEL rules, as kube-apiserver would check it; an update that changes
+spec breaks the CRD's `self == oldSelf` rule. Plus members of an NVL72 group as the webhook leaves
+them (annotations, the injected claim, the Job as controller)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from tests.webhook.export.fabrics import cel_failures, crd_schema
+from tests.webhook.groups.fabric import gpu_pod
+from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN, CLAIM, template_name
+from webhook.groups.imex.place import Imex
+from webhook.groups.placer import Placer, Rejected
+
+CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"
+JOB = ("batch/v1", "Job", "train", "uid-job-train")
+
+
+def schema() -> dict[str, Any]:
+    return crd_schema(CRD, "v1beta1")
+
+
+def problems(obj: Mapping[str, Any]) -> list[str]:
+    """Why kube-apiserver would refuse to create this ComputeDomain (schema, then CEL)."""
+    s = schema()
+    found = [e.message for e in jsonschema.Draft7Validator(s).iter_errors(obj)]
+    return found + cel_failures(obj, s)
+
+
+def update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The CRD's transition rules on spec (`self == oldSelf`), evaluated with cel-python."""
+    import celpy
+    from celpy.adapter import json_to_cel
+
+    rules = schema()["properties"]["spec"].get("x-kubernetes-validations") or []
+    env, out = celpy.Environment(), []
+    for rule in rules:
+        program = env.program(env.compile(rule["rule"]))
+        args = {"self": json_to_cel(new["spec"]), "oldSelf": json_to_cel(old["spec"])}
+        if not bool(program.evaluate(args)):
+            out.append(str(rule["message"]))
+    return out
+
+
+class FakeDomains:
+    """computedomains.resource.nvidia.com in a fake API server; `pods` is the pod API, to tell
+    what had been ungated when a ComputeDomain was made or deleted."""
+
+    def __init__(self, pods: FakeApi) -> None:
+        self.pods = pods
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.log: list[tuple[str, str, int]] = []  # (verb, name, patches so far)
+        self.serial = 0
+
+    def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        wrong = problems(body)
+        if wrong:
+            raise Rejected("; ".join(wrong))  # HTTP 422
+        name = body["metadata"]["name"]
+        if (namespace, name) in self.objects:
+            raise Rejected(f"computedomains {name!r} already exists")  # HTTP 409
+        self.serial += 1
+        obj = copy.deepcopy(dict(body))
+        obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}
+        self.objects[(namespace, name)] = obj
+        self.log.append(("create", name, len(self.pods.patches)))
+        return copy.deepcopy(obj)
+
+    def delete_domain(self, namespace: str, name: str, uid: str) -> None:
+        have = self.objects.get((namespace, name))
+        if have is not None and have["metadata"]["uid"] == uid:
+            del self.objects[(namespace, name)]
+            self.log.append(("delete", name, len(self.pods.patches)))
+
+    def user_made(self, namespace: str, name: str, template: str) -> dict[str, Any]:
+        self.serial += 1
+        obj = {
+            "apiVersion": "resource.nvidia.com/v1beta1",
+            "kind": "ComputeDomain",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"cd-uid-{self.serial}"},
+            "spec": {"channel": {"resourceClaimTemplate": {"name": template}}},
+        }
+        assert problems(obj) == []
+        self.objects[(namespace, name)] = obj
+        return copy.deepcopy(obj)
+
+
+def imex_setup(
+    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None, served: bool = True
+) -> tuple[FakeApi, FakeDomains, Placer]:
+    api = FakeApi()
+    domains = FakeDomains(api)
+    imex = Imex(domains)
+    if served:
+        imex.book.listed([])
+    else:
+        imex.book.unserved()
+    placer = Placer(api, evictor=api, imex=imex)
+    placer.nodes_listed(nodes)
+    placer.pods_listed(
+        [
+            gpu_pod(f"busy-{n}", g, namespace="other", node_name=n, phase="Running")
+            for n, g in (busy or {}).items()
+        ]
+    )
+    return api, domains, placer
+
+
+def member(
+    i: int,
+    size: int,
+    gpus: int = 1,
+    *,
+    mode: str | None = "required",
+    group: str = "moe",
+    template: str | None = None,
+    owner: tuple[str, str, str, str] | None = JOB,
+    **kw: Any,
+) -> dict[str, Any]:
+    """Member i as the webhook admitted it: gated, its claim of the group's channel (or of
+    `template`) in spec.resourceClaims and in its container, the Job as its controller."""
+    ann = {ANN_COMPUTE_DOMAIN: mode} if mode else {}
+    pod = gpu_pod(f"w-{i:02d}", gpus, group=group, size=size, gated=True, annotations=ann, **kw)
+    claimed = template or (template_name(group) if mode else None)
+    if claimed:
+        pod["spec"]["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": claimed}]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": CLAIM}]
+    if owner is not None:
+        api_version, kind, name, uid = owner
+        pod["metadata"]["ownerReferences"] = [
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True}
+        ]
+    return pod
+
+
+def arrive(api: FakeApi, placer: Placer, pods: list[dict[str, Any]]) -> None:
+    for pod in pods:
+        placer.pod_event("ADDED", api.create(pod))
+    placer.reconcile()
