@@ -301,6 +301,18 @@ def main() -> None:
     r.add_argument("--nodes", type=int, nargs="+", default=[4096, 65536])
     r.add_argument("--decisions", type=int, default=200)
     r.add_argument("--seed", type=int, default=1)
+    r.add_argument(
+        "--pdb-every",
+        type=int,
+        default=16,
+        help="one PodDisruptionBudget per this many running pods, counted per plan (0: none)",
+    )
+    r.add_argument(
+        "--pdb-zero-every",
+        type=int,
+        default=32,
+        help="every Nth budget allows 0 disruptions (1: all: every domain refused)",
+    )
     args = parser.parse_args()
     if args.cmd == "sim":
         cmd_sim(args)

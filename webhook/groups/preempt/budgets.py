@@ -89,28 +89,58 @@ def budget_of(obj: Mapping[str, Any]) -> Budget | None:
 
 
 class Budgets:
-    """The cluster's budgets per namespace, kept up to date from a PodDisruptionBudget watch."""
+    """The cluster's budgets per namespace, kept up to date from a PodDisruptionBudget watch.
+
+    Indexed by one matchLabels pair of each budget (its anchor), so finding the budgets of a pod
+    reads its own labels, not every budget of its namespace: one namespace may hold thousands."""
 
     def __init__(self) -> None:
         self.by_namespace: dict[str, dict[str, Budget]] = {}
+        self._anchored: dict[tuple[str, str, str], dict[str, Budget]] = {}  # (ns, key, value)
+        self._scan: dict[str, dict[str, Budget]] = {}  # ns -> budgets without matchLabels
         self.generation = 0  # moves with every change: refusals counted before are stale
 
     def reset(self, items: Iterable[Budget] = ()) -> None:
-        self.by_namespace = {}
+        self.by_namespace, self._anchored, self._scan = {}, {}, {}
         for b in items:
-            self.by_namespace.setdefault(b.namespace, {})[b.name] = b
+            self._add(b)
         self.generation += 1
 
     def put(self, b: Budget) -> None:
-        self.by_namespace.setdefault(b.namespace, {})[b.name] = b
+        self._drop(b.namespace, b.name)
+        self._add(b)
         self.generation += 1
 
     def remove(self, namespace: str, name: str) -> None:
-        per = self.by_namespace.get(namespace, {})
-        if per.pop(name, None) is not None:
+        if self._drop(namespace, name):
             self.generation += 1
-            if not per:
-                self.by_namespace.pop(namespace, None)
+
+    def _slot(self, b: Budget) -> dict[str, Budget]:
+        if b.labels:
+            k, v = next(iter(sorted(b.labels.items())))
+            return self._anchored.setdefault((b.namespace, k, v), {})
+        return self._scan.setdefault(b.namespace, {})
+
+    def _add(self, b: Budget) -> None:
+        self.by_namespace.setdefault(b.namespace, {})[b.name] = b
+        self._slot(b)[b.name] = b
+
+    def _drop(self, namespace: str, name: str) -> bool:
+        per = self.by_namespace.get(namespace, {})
+        b = per.pop(name, None)
+        if b is None:
+            return False
+        if not per:
+            del self.by_namespace[namespace]
+        slot = self._slot(b)
+        slot.pop(name, None)
+        if not slot:
+            if b.labels:
+                k, v = next(iter(sorted(b.labels.items())))
+                del self._anchored[(namespace, k, v)]
+            else:
+                del self._scan[namespace]
+        return True
 
     def spent(self, key: BudgetKey, pod: str) -> None:
         """An eviction of `pod` under this budget went through: count it until the watch says."""
@@ -128,10 +158,14 @@ class Budgets:
             )
 
     def covering(self, namespace: str, labels: Labels) -> tuple[Budget, ...]:
-        per = self.by_namespace.get(namespace)
-        if not per:
+        if namespace not in self.by_namespace:
             return ()
-        return tuple(b for b in per.values() if b.selects(labels))
+        found = [b for b in self._scan.get(namespace, {}).values() if b.selects(labels)]
+        for k, v in labels:
+            slot = self._anchored.get((namespace, k, v))
+            if slot:
+                found += [b for b in slot.values() if b.selects(labels)]
+        return tuple(found)
 
     def __len__(self) -> int:
         return sum(len(per) for per in self.by_namespace.values())
