@@ -160,3 +160,37 @@ def test_the_placer_watches_live_pods_as_slim_dicts_and_an_expired_watch_is_gone
     state.watch_lines = [(WIRE / "watch-410-too-old-rv.jsonl").read_bytes()]
     with pytest.raises(Gone):
         list(watcher("1"))
+
+
+def test_the_placer_lists_and_watches_disruption_budgets_of_every_namespace(
+    stub: tuple[Stub, client.ApiClient],
+) -> None:
+    from tests.webhook.groups.fake_api import FakeApi
+    from webhook.groups.kube import budget_list_watch
+    from webhook.groups.placer import Placer
+
+    state, api_client = stub
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "metadata": {"name": "db", "namespace": "batch", "uid": "b1", "resourceVersion": "52"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1},
+    }
+    state.watch_lines = [
+        line("ADDED", pdb),
+        line("BOOKMARK", {"kind": "PodDisruptionBudget", "metadata": {"resourceVersion": "60"}}),
+    ]
+    lister, watcher = budget_list_watch(api_client)
+    assert [i["metadata"]["name"] for p in lister() for i in p.items] == ["n1", "n2"]  # 2 pages
+    assert state.requests[0][0] == "/apis/policy/v1/poddisruptionbudgets"
+    events = list(watcher("50"))
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    path, query, _ = state.requests[-1]
+    assert path == "/apis/policy/v1/poddisruptionbudgets" and query["watch"] == ["true"]
+    placer = Placer(FakeApi())
+    placer.budget_event("ADDED", events[0]["object"])
+    (budget,) = placer.preempt.budgets.covering("batch", (("app", "db"),))
+    assert (budget.key, budget.allowed) == (("batch", "db"), 0)
+    placer.budget_event("DELETED", events[0]["object"])
+    assert placer.preempt.budgets.covering("batch", (("app", "db"),)) == ()
