@@ -194,7 +194,8 @@ def choose(
     order, ladder = view.order(level), index.ladders(view, level)
     bounds: list[tuple[Cost, int, str]] = []
     if only is not None:
-        low = _bound(ladder(only), need - free.get(only, 0), priority) if only in order else None
+        known = only in order and only not in skip
+        low = _bound(ladder(only), need - free.get(only, 0), priority) if known else None
         if low is not None:
             bounds.append(((only in blocked, *low), order[only], only))
     else:
