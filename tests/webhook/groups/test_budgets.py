@@ -138,3 +138,13 @@ def test_budgets_follow_the_watch_and_the_evictions_made() -> None:
 def test_pods_with_the_same_labels_share_one_tuple() -> None:
     assert labels_of({"b": "2", "a": "1"}) is labels_of({"a": "1", "b": "2"})
     assert labels_of(None) == () and labels_of("x") == ()
+
+
+def test_a_budget_whose_status_lags_its_spec_allows_nothing() -> None:
+    obj = pdb("x", {}, allowed=3, observedGeneration=1)
+    obj["metadata"]["generation"] = 2  # its spec changed; the controller has not counted it yet
+    b = budget_of(obj)
+    assert b is not None and b.allowed == 0
+    obj["status"]["observedGeneration"] = 2
+    b = budget_of(obj)
+    assert b is not None and b.allowed == 3

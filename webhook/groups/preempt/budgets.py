@@ -6,6 +6,8 @@ kube-scheduler's (defaultpreemption `filterPodsWithPDBViolation`):
   an empty one (`{}`) every pod of the namespace (policy/v1);
 - each eviction of a pod it selects spends one of `status.disruptionsAllowed`; a pod already in
   `status.disruptedPods` was counted by the API server and spends nothing again;
+- a budget whose status lags its spec (`status.observedGeneration` < `metadata.generation`)
+  allows nothing until the disruption controller has counted it again;
 - a pod that two or more budgets select cannot be evicted at all (the API answers 500: "This pod
   has more than one PodDisruptionBudget, which the eviction subresource does not support").
 kube-scheduler deletes past a budget when it finds no other victims; a plan here never does:
@@ -76,6 +78,9 @@ def budget_of(obj: Mapping[str, Any]) -> Budget | None:
             tuple(e for e in raw if isinstance(e, Mapping)) if isinstance(raw, list) else ()
         )
     allowed = status.get("disruptionsAllowed")
+    observed, generation = status.get("observedGeneration"), meta.get("generation")
+    if isinstance(observed, int) and isinstance(generation, int) and observed < generation:
+        allowed = 0  # the Eviction API refuses while the controller has not caught up (429)
     disrupted = status.get("disruptedPods") or {}
     return Budget(
         namespace=str(meta.get("namespace") or "default"),
