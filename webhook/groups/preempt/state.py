@@ -61,6 +61,7 @@ class Ongoing:
     retry_at: float = 0.0  # when the domain is planned again after such a refusal
     refusal: str = ""  # the API server's words
     stalled: bool = False  # GroupPreemptionStalled was said
+    generation: int = 0  # of the budgets then: a budget that changes retries at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +208,7 @@ class Preemptor:
         """'' when the plan is over (its victims are gone, or a refusal is due a retry)."""
         where = f"{o.plan.level} {o.plan.domain}"
         left = [v for v in o.plan.victims if v.uid in self.index.pods and v.uid not in o.pending]
-        if o.pending and self.clock() < o.retry_at:
+        if o.pending and self.clock() < o.retry_at and self.budgets.generation == o.generation:
             return (
                 f"; preempting in {where}: stopped by the API server ({o.refusal}); "
                 f"{len(left)} evicted victims to go, {len(o.pending)} kept; no other "
@@ -252,7 +253,9 @@ class Preemptor:
             self.metrics.preempted(1, pods, gpus)
         self.committed[g.key] = (plan.level, plan.domain)
         self.holds[g.key] = Hold(g.priority, plan.level, plan.domain, True)
-        self.ongoing[g.key] = Ongoing(plan, now + grace + BOUND, pending, now + RETRY, refusal)
+        self.ongoing[g.key] = Ongoing(
+            plan, now + grace + BOUND, pending, now + RETRY, refusal, False, self.budgets.generation
+        )
         if pending:
             return (
                 f"; preempting in {where}: stopped after {pods} of {len(plan.victims)} "
