@@ -19,6 +19,7 @@ BACKENDS = {
         "webhook/kube/client.py",
         "webhook/labeler/kube.py",
         "webhook/groups/kube.py",
+        "webhook/groups/imex/kube.py",
         "webhook/leader/kube.py",
         "webhook/export/kube.py",
         "certs/bootstrap.py",

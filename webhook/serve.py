@@ -19,6 +19,9 @@ from common.cli import UsageError
 from webhook.admission import cufile
 from webhook.admission.placement import Settings
 from webhook.fleet.cache import FabricCache
+from webhook.groups.imex.domains import Book
+from webhook.groups.imex.inject import ImexState
+from webhook.groups.imex.nodes import DomainSizes
 from webhook.groups.spines import SpineSizes, gpus_in
 from webhook.kube.watch import ListWatch
 from webhook.server import tlsfiles
@@ -37,6 +40,7 @@ from webhook.wiring import (
     Serving,
     add_cache_watches,
     add_export,
+    add_imex_watch,
     add_labeler,
     add_network,
     add_placer,
@@ -73,7 +77,11 @@ def export_targets(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def admission_settings(
-    args: argparse.Namespace, policy: str | None, cache: FabricCache, spines: SpineSizes
+    args: argparse.Namespace,
+    policy: str | None,
+    cache: FabricCache,
+    spines: SpineSizes,
+    imex: ImexState | None = None,
 ) -> Settings:
     return Settings(
         policy,
@@ -82,6 +90,7 @@ def admission_settings(
         largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
         # Without a placer in this process's deployment nothing lifts a group gate: do not set it
         placer=bool(getattr(args, "placer", False)),
+        imex=imex,
     )
 
 
@@ -100,8 +109,9 @@ async def serve(args: argparse.Namespace) -> int:
     policy = None
     if args.cufile_configmap:  # read once at start: a changed policy needs a rollout restart
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
-    spines = SpineSizes()
-    settings = admission_settings(args, policy, cache, spines)
+    spines, sizes = SpineSizes(), DomainSizes()
+    imex = ImexState(Book(), sizes.largest)  # kept current by add_imex_watch
+    settings = admission_settings(args, policy, cache, spines, imex)
     # Ports and certificates first: a wrong value, a bad file or a taken port ends the command
     # (one line, exit 2) before any watch thread exists. Certificate files that do not exist yet
     # (first install: the bootstrap Job has not run) are waited for, not ready meanwhile.
@@ -147,6 +157,7 @@ async def serve(args: argparse.Namespace) -> int:
     s = Serving(args, api_client, cache, metrics, watches=watches)
     add_cache_watches(s)
     add_spine_watch(s, spines)
+    add_imex_watch(s, imex, sizes)
     if args.labeler:
         add_labeler(s)
         add_network(s)

@@ -17,6 +17,8 @@ from typing import Any
 
 from common import api
 from webhook.fleet.cache import FabricCache
+from webhook.groups.imex.inject import ImexState
+from webhook.groups.imex.nodes import DomainSizes
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes
 from webhook.kube.watch import Gathered, ListWatch, Obj, Paged, Sink
 from webhook.leader import LABELER_LEASE, Elector, Work
@@ -155,6 +157,21 @@ def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
     )
 
 
+def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
+    """ComputeDomains and NVLink domain sizes for admission (webhook.groups.imex.inject)."""
+    from webhook.groups.imex.kube import domain_watch
+
+    s.nodes.subscribe(
+        Paged(
+            sizes.start,
+            lambda items: sizes.page((name_of(o), node_labels(o)) for o in items),
+            sizes.done,
+        ),
+        lambda kind, obj: sizes.event(name_of(obj), kind != "DELETED", node_labels(obj)),
+    )
+    s.watches.append(domain_watch("computedomains", s.api_client, state.book, lambda f: f()))
+
+
 def add_labeler(s: Serving) -> None:
     """Node labels from the shared feeds; only the holder of Lease gpufabric-labeler writes."""
     from webhook.labeler.kube import KubeNodeApi
@@ -282,7 +299,7 @@ def add_placer(s: Serving) -> None:
     from webhook.server.gauges import gauges_every
 
     def work(stop: threading.Event) -> None:
-        run_placer(s.api_client, stop, s.metrics, gauges_every(s.metrics, 5.0))
+        run_placer(s.api_client, stop, s.metrics, gauges_every(s.metrics, 5.0), s.metrics)
 
     s.elected[PLACER_LEASE] = work
     s.on_lead[PLACER_LEASE] = lambda leading: s.metrics.placer_leader.set(1 if leading else 0)

@@ -12,6 +12,7 @@ from webhook.admission.review import annotations_of, asks_fabric
 from webhook.fleet.cache import FabricCache
 from webhook.groups.admit import admit_group
 from webhook.groups.capacity import pod_gpus
+from webhook.groups.imex.inject import admit_imex
 from webhook.groups.names import ANN_GROUP
 
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
@@ -31,8 +32,13 @@ def admit(
     uid = request["uid"]
     pod: dict[str, Any] = request["object"]
     annotations = annotations_of(pod)
+    namespace = (
+        request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
+    )
     if request["operation"] not in ("CREATE", "UPDATE") or not asks_fabric(annotations):
-        return Answer(rv.allowed(uid, None, []), "untouched")
+        # a pod of a user's ComputeDomain outside any group: kept in one NVLink domain
+        lone = admit_imex(pod, request["operation"], namespace, None, settings.imex).ops
+        return Answer(rv.allowed(uid, lone or None, []), "mutated" if lone else "untouched")
     if not cache.synced:
         return Answer(
             rv.denied(
@@ -43,9 +49,6 @@ def admit(
             ),
             "denied",
         )
-    namespace = (
-        request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
-    )
     grouped = annotations.get(ANN_GROUP) is not None  # only a group uses the GPU count
     group = admit_group(
         pod,
@@ -63,8 +66,14 @@ def admit(
         return Answer(rv.denied(uid, f"gpufabric: {'; '.join(group.problems)}"), "denied")
     fleet, own = cache.scope_for(pod)  # the pod's own constraints, read once
     decision = mutate(pod, req, fleet, settings, in_place=owned, group_env=group.env, own=own)
+    # After mutate's ops, against the pod they make: claims, or a lone pod's label and affinity.
+    imex = admit_imex(decision.pod, request["operation"], namespace, group.spec, settings.imex)
+    if imex.problems:
+        return Answer(rv.denied(uid, f"gpufabric: {'; '.join(imex.problems)}"), "denied")
     # Disjoint paths: gate and label vs the rest (most pods have no group: nothing to join).
     ops = decision.ops + group.ops if group.ops else decision.ops
     warnings = decision.warnings + group.warnings if group.warnings else decision.warnings
+    if imex.ops or imex.warnings:
+        ops, warnings = ops + imex.ops, warnings + imex.warnings
     outcome: Outcome = "warned" if warnings else "mutated" if ops else "untouched"
     return Answer(rv.allowed(uid, ops, warnings), outcome)

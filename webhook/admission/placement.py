@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common import api
 from webhook.admission import cufile
@@ -19,6 +19,9 @@ from webhook.admission.requirements import Requirements
 from webhook.fleet.layouts import ADMIT_ALL, KEY_INDEX, Cond, Fleet, Group, Pin, Query
 from webhook.fleet.selection import Own, as_cond, own_conds
 from webhook.kube.nodeselector import required_terms
+
+if TYPE_CHECKING:
+    from webhook.groups.imex.inject import ImexState
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +33,8 @@ class Settings:
     largest_spine_gpus: Callable[[], int | None] | None = None
     # Whether a group placer runs (serve --placer): without one, a gated group would wait forever
     placer: bool = True
+    # ComputeDomains and NVLink domain sizes (serve); None: offline, IMEX claims added unchecked
+    imex: ImexState | None = None
 
 
 # The memo tables keyed by pod shapes hold a bounded number of entries, each of bounded size (a

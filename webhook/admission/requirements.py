@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from common import api
 from webhook.admission.review import MAPPING, annotations_of, pod_problems
+from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN
 from webhook.groups.names import GROUP_ANNOTATIONS, choice
 from webhook.kube.nodeselector import INT64_MAX, parse_int64
 
@@ -217,7 +218,7 @@ _PARSERS: dict[str, tuple[str, Callable[[str, object], object]]] = {
 }
 # Group placement's annotations are checked by webhook.groups (its problems join these in the same
 # denial); here they only count as known.
-KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS})
+KNOWN_ANNOTATIONS = frozenset({*_PARSERS, api.ANN_CLAIM, *GROUP_ANNOTATIONS, ANN_COMPUTE_DOMAIN})
 
 
 # The inline memo: at most INLINE_READINGS entries, each of annotations of at most _MEMO_CHARS

@@ -20,6 +20,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from webhook.groups.imex.kube import KubeDomainApi, domain_watch
+from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics, Rejected
 from webhook.groups.preempt.state import Outcome
@@ -189,12 +191,15 @@ def run_placer(
     stop: threading.Event,
     metrics: PlacerMetrics | None = None,
     gauges: Callable[[Placer], None] = lambda _: None,
+    imex_metrics: ImexMetrics | None = None,
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
-    placer = Placer(api, metrics=metrics, evictor=api)
+    imex = Imex(KubeDomainApi(api_client), imex_metrics)  # groups' ComputeDomains
+    placer = Placer(api, metrics=metrics, evictor=api, imex=imex)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
+        domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),

@@ -164,6 +164,18 @@ class WebhookMetrics:
             "1 while this replica holds the placer Lease",
             registry=r,
         )
+        self.compute_domains = Counter(
+            "gpufabric_compute_domains_total",
+            "ComputeDomains the placer made for groups (action=created) and deleted after their "
+            "last member (action=deleted)",
+            ["action"],
+            registry=r,
+        )
+        self.compute_domains_left_over = Gauge(
+            "gpufabric_compute_domains_left_over",
+            "The placer's ComputeDomains whose group has no pod left, not deleted yet",
+            registry=r,
+        )
 
     def decided(self, level: str, outcome: str, seconds: float) -> None:
         self.group_decisions.labels(level=level, outcome=outcome).inc()
@@ -171,6 +183,13 @@ class WebhookMetrics:
 
     def ungated(self, gated_seconds: float, recovery: bool) -> None:
         (self.group_recovery if recovery else self.group_gated).observe(gated_seconds)
+
+    def domain_made(self, created: int, deleted: int) -> None:
+        self.compute_domains.labels(action="created").inc(created)
+        self.compute_domains.labels(action="deleted").inc(deleted)
+
+    def domains_left_over(self, count: int) -> None:
+        self.compute_domains_left_over.set(count)
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None:
         self.group_preemptions.inc(plans)

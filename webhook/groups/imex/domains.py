@@ -78,15 +78,22 @@ class Book:
         self.by_template: dict[tuple[str, str], Domain] = {}
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
-        self.served = True
-        self.by_name, self.by_template = {}, {}
+        """A complete list (a list that answered is served, unless set_served says not)."""
+        if self.served is None:
+            self.served = True
+        fresh = Book()
         for obj in items:
-            self.event("ADDED", obj)
+            fresh.event("ADDED", obj)
+        self.by_name, self.by_template = fresh.by_name, fresh.by_template  # readers: whole
+
+    def set_served(self, served: bool) -> None:
+        """Whether the API server serves computedomains.resource.nvidia.com (no: HTTP 404)."""
+        self.served = served
+        if not served:
+            self.by_name, self.by_template = {}, {}
 
     def unserved(self) -> None:
-        """The API server does not serve computedomains.resource.nvidia.com (HTTP 404)."""
-        self.served = False
-        self.by_name, self.by_template = {}, {}
+        self.set_served(False)
 
     def event(self, kind: str, obj: Mapping[str, Any]) -> None:
         d = domain_of(obj)

@@ -5,10 +5,12 @@ and per-domain tallies serve it like any pod's own constraints."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from common.api import LABEL_NVLINK_DOMAIN
 from webhook.groups.imex.names import NODE_LABEL
 from webhook.groups.selector import Selector, selector_of
 from webhook.kube.nodeselector import REQUIRED, required_terms
@@ -40,3 +42,39 @@ def excluding(selector: Selector, uid: str, taken: AbstractSet[str] = frozenset(
     built = selector_of({**spec, "affinity": affinity})
     signature = f"{selector.signature}|{NODE_LABEL}={uid}|{','.join(sorted(taken))}"
     return Selector(built.spec, selector.tolerations, signature)
+
+
+class DomainSizes:
+    """Nodes per NVLink domain (the gpufabric.io/nvlink-domain label), for the admission check
+    that some domain can hold a `required` group one member a node. Fed by the Node watch."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, str] = {}  # node -> its NVLink domain
+        self.count: dict[str, int] = {}
+        self._listing: dict[str, str] = {}
+
+    def start(self) -> None:
+        self._listing = {}
+
+    def page(self, nodes: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+        for name, labels in nodes:
+            if domain := labels.get(LABEL_NVLINK_DOMAIN):
+                self._listing[name] = str(domain)
+
+    def done(self) -> None:
+        self.of, self._listing = self._listing, {}
+        self.count = dict(Counter(self.of.values()))
+
+    def event(self, name: str, exists: bool, labels: Mapping[str, Any]) -> None:
+        old = self.of.pop(name, None)
+        if old is not None:
+            self.count[old] -= 1
+            if not self.count[old]:
+                del self.count[old]
+        domain = labels.get(LABEL_NVLINK_DOMAIN) if exists else None
+        if domain:
+            self.of[name] = str(domain)
+            self.count[str(domain)] = self.count.get(str(domain), 0) + 1
+
+    def largest(self) -> int:
+        return max(self.count.values(), default=0)

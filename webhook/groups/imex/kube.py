@@ -1,0 +1,122 @@
+"""ComputeDomain I/O: list and watch them cluster-wide (a 404 means the cluster does not serve the
+kind: asked again every minute), create one for a group, delete one by UID. The only module of
+the package that imports kubernetes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from webhook.groups.imex.domains import Book
+from webhook.groups.imex.names import CD_GROUP, CD_PLURAL, CD_VERSION
+from webhook.groups.names import PLACER_FIELD_MANAGER
+from webhook.groups.placer import Rejected
+from webhook.kube.client import pages, watch_events, without_managed_fields
+from webhook.kube.watch import Gathered, Gone, Lister, ListWatch, Obj, Page, Watcher
+
+_TIMEOUT = 10
+_WRITE_TIMEOUT = 2  # as the placer's pod writes: a demoted leader stops within its lease
+RECHECK = 60.0  # seconds between two questions whether the kind is served, while it is not
+
+
+def domain_list_watch(
+    api_client: client.ApiClient, served: Callable[[bool], None], recheck: float = RECHECK
+) -> tuple[Lister, Watcher]:
+    """Lister and Watcher of computedomains.resource.nvidia.com; each list ends with `served`
+    (before its sink hears it is done). Where the API server does not serve them, the list is
+    empty, and its watch waits `recheck` seconds and asks for a new list (no failing watch: a
+    cluster without the driver is healthy)."""
+    objects = client.CustomObjectsApi(api_client)
+    missing = [False]
+
+    def fetch(token: str | None) -> Any:
+        return objects.list_cluster_custom_object(
+            CD_GROUP,
+            CD_VERSION,
+            CD_PLURAL,
+            limit=500,
+            _continue=token,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def lister() -> Iterator[Page]:
+        try:
+            yield from pages(fetch, without_managed_fields)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            missing[0] = True
+            yield Page([], "")
+        else:
+            missing[0] = False
+        served(not missing[0])
+
+    def watcher(version: str) -> Iterable[Obj]:
+        if missing[0]:
+            time.sleep(recheck)
+            raise Gone()
+        for event in watch_events(
+            objects.list_cluster_custom_object, CD_GROUP, CD_VERSION, CD_PLURAL, version=version
+        ):
+            yield {"type": event["type"], "object": without_managed_fields(event["object"])}
+
+    return lister, watcher
+
+
+class KubeDomainApi:
+    """create/delete for the placer (RBAC: computedomains create, delete)."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.objects = client.CustomObjectsApi(api_client)
+
+    def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        try:
+            made: Any = self.objects.create_namespaced_custom_object(
+                CD_GROUP,
+                CD_VERSION,
+                namespace,
+                CD_PLURAL,
+                dict(body),
+                field_manager=PLACER_FIELD_MANAGER,
+                _request_timeout=_WRITE_TIMEOUT,
+            )
+        except ApiException as err:
+            if err.status in (403, 404, 409, 422):  # the next reconcile tries again
+                raise Rejected(f"computedomain {namespace}: HTTP {err.status}") from err
+            raise
+        return dict(made)
+
+    def delete_domain(self, namespace: str, name: str, uid: str) -> None:
+        try:
+            self.objects.delete_namespaced_custom_object(
+                CD_GROUP,
+                CD_VERSION,
+                namespace,
+                CD_PLURAL,
+                name,
+                body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
+                _request_timeout=_WRITE_TIMEOUT,
+            )
+        except ApiException as err:
+            if err.status not in (404, 409):  # gone, or another object of that name now
+                raise
+
+
+def domain_watch(
+    name: str, api_client: client.ApiClient, book: Book, put: Callable[[Callable[[], None]], None]
+) -> ListWatch:
+    """The ComputeDomain watch feeding `book` through `put` (the placer's inbox: one thread
+    applies everything), or straight (the webhook's book: put = call)."""
+    lister, watcher = domain_list_watch(api_client, lambda ok: put(lambda: book.set_served(ok)))
+    return ListWatch(
+        name,
+        lister,
+        watcher,
+        on_list=Gathered(lambda items: put(lambda: book.listed(items))),
+        on_event=lambda kind, obj: put(lambda: book.event(kind, obj)),
+    )
