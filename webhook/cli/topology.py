@@ -13,7 +13,7 @@ import yaml
 from common import api, logs, nvlink
 from webhook.cli.documents import documents, read_text
 from webhook.cli.topology_parts import read_source, write_configmaps
-from webhook.export import kueue, slurm
+from webhook.export import kueue, slurm, slurm_block
 from webhook.export.kinds import KINDS
 from webhook.export.model import Model, build
 from webhook.fabric import join, render
@@ -76,6 +76,16 @@ def add_parser(sub: Any) -> None:
         default=kueue.VERSIONS[0],
         help="with -o kueue: the Topology's API version; Kueue 0.9-0.13 serve only v1alpha1, "
         "0.14 only v1beta1, 0.15 and later v1beta2 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--slurm-version",
+        choices=tuple(slurm_block.RELEASES),
+        default=slurm_block.NEWEST,
+        metavar="X.Y",
+        help="with -o slurm-block: the slurmctld release that reads the file ("
+        + ", ".join(slurm_block.RELEASES)
+        + "; default: %(default)s); 25.05 and later get empty blocks that keep Slurm's "
+        "aggregates on the fabric's domains, earlier releases only fabrics that need none",
     )
     p.add_argument(
         "--namespace",
@@ -176,7 +186,8 @@ def cmd_topology(args: argparse.Namespace) -> int:
     if args.output in EXPORTS:
         values = {n: d.value for n, d in domains.items() if d.value is not None}
         try:
-            text = render_export(args.output, build(positions, values), args.kueue_api)
+            model = build(positions, values)
+            text = render_export(args.output, model, args.kueue_api, args.slurm_version)
         except slurm.BlockError as err:
             print(f"gpufabric-webhook: {err}", file=sys.stderr)
             return 1
@@ -194,12 +205,17 @@ def cmd_topology(args: argparse.Namespace) -> int:
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def render_export(output: str, model: Model, kueue_api: str = kueue.VERSIONS[0]) -> str:
+def render_export(
+    output: str,
+    model: Model,
+    kueue_api: str = kueue.VERSIONS[0],
+    slurm_version: str = slurm_block.NEWEST,
+) -> str:
     """The export's text; slurm.BlockError where the block form cannot serve the fabric."""
     if output == "slurm-tree":
         return slurm.tree(model)
     if output == "slurm-block":
-        return slurm.block(model)
+        return slurm.block(model, slurm_version)
     kind = KINDS[output]
     objects = kind.objects(model, kueue_api if output == "kueue" else kind.versions[0])
     return yaml.dump_all(objects, Dumper=_DUMPER, sort_keys=False) if objects else ""

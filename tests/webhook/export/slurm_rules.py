@@ -12,6 +12,9 @@ that confirmed it).
   - `BlockSizes` (row 5; `_read_topo_file`, 25.11.7 block_record.c:105-142): the first value is the
     base; each value a positive multiple of it, ratio a power of two up to 2^15 ("Invalid
     BlockSizes value"); absent: levels 0-4, base = the first block with nodes;
+  - 23.11 (tag slurm-23-11-11-1, blk/topology_block.c): `BlockLevels` (row 4, `_read_topo_file`)
+    in place of `BlockSizes`, and every block exactly the first's size (row 7, `_validate_blocks`,
+    "children count no equal bblock_node_cnt");
   - 24.05-24.11: every block at least the base (row 8; 24.11.7 block_record.c:276-280,
     "children count lower than bblock_node_cnt"); 25.05+ no longer checks it (row 9).
 - `level()`: `_get_block_level` (blk/eval_nodes_block.c:226-244): ceil(log2(ceil(k / base))),
@@ -58,12 +61,33 @@ class Blocks:
     def fits(self, k: int) -> bool:
         return any(len(g) >= k for g in self.groups(self.level(k)))
 
+    def listed(self) -> list[tuple[int, tuple[str, ...]]]:
+        """(level, nodes) of each aggregate `scontrol show topology` lists (row 13;
+        `block_record_validate`): the enforced levels up to the first that holds every block; at
+        block i of a level-L aggregate start, none when 2^L passes the blocks left and the level
+        below already holds them."""
+        sizes = []
+        for level in sorted(self.levels):
+            sizes.append(1 << level)
+            if sizes[-1] >= len(self.nodes):
+                break
+        out = []
+        for j in range(1, len(sizes)):
+            for i in range(0, len(self.nodes), sizes[j]):
+                left = len(self.nodes) - i
+                if sizes[j] > left and sizes[j - 1] >= left:
+                    continue
+                group = tuple(n for b in self.nodes[i : i + sizes[j]] for n in b)
+                out.append((sizes[j].bit_length() - 1, group))
+        return out
+
 
 def read(text: str, version: tuple[int, int]) -> Blocks:
     """topology.conf as slurmctld `version` (major, minor) reads it, e.g. (24, 11)."""
     names: list[str] = []
     nodes: list[tuple[str, ...]] = []
     sizes: list[int] | None = None
+    level_bits: frozenset[int] | None = None
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -74,6 +98,14 @@ def read(text: str, version: tuple[int, int]) -> Blocks:
                 raise Fatal("Parsing error at unrecognized key: BlockSizes")  # row 6
             sizes = [int(v) for v in fields["BlockSizes"].split(",")]
             continue
+        if "BlockLevels" in fields:  # row 4: 23.11 `_read_topo_file`, `bit_unfmt` of 16 bits
+            if version >= (24, 5):
+                raise Fatal("Parsing error at unrecognized key: BlockLevels")  # row 6
+            bits = [int(v) for v in fields["BlockLevels"].split(",")]
+            if any(not 0 <= b <= MAX_LEVEL for b in bits):
+                raise Fatal("Invalid BlockLevels")
+            level_bits = frozenset(bits)
+            continue
         name = fields["BlockName"]
         if name in names:
             raise Fatal(f"Block ({name}) has already been defined")
@@ -82,7 +114,13 @@ def read(text: str, version: tuple[int, int]) -> Blocks:
         names.append(name)
         nodes.append(tuple(expand_hostlist(fields["Nodes"])) if "Nodes" in fields else ())
     base, levels = _levels(sizes, nodes)
-    if version < (25, 5):
+    if level_bits is not None:
+        levels = level_bits
+    if version < (24, 5):  # row 7: 23.11 `_validate_blocks`
+        for name, members in zip(names, nodes, strict=True):
+            if len(members) != base:
+                raise Fatal(f"Block configuration ({name}) children count no equal bblock_node_cnt")
+    elif version < (25, 5):
         for name, members in zip(names, nodes, strict=True):
             if len(members) < base:
                 raise Fatal(

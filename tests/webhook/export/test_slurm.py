@@ -31,19 +31,17 @@ def _even() -> Positions:
     return Positions(Fabric("test", (Spine("A", (), a), Spine("B", (), b))))
 
 
-def test_block_reads_back_into_the_same_leaves() -> None:
+def test_block_reads_back_into_the_same_leaves_pairs_and_quads() -> None:
     ours = _even()
-    text = slurm.block(build(ours))
+    text = slurm.block(build(ours))  # the newest release: empty blocks keep the slots
     back = Positions(parse_conf(text))
-    assert _partition(back, "leaf") == _partition(ours, "leaf")
+    for level in ("leaf", "leaf-pair", "leaf-quad"):
+        assert _partition(back, level) == _partition(ours, level), level
     assert back.fabric.unplaced == () and back.fabric.problems == ()
     lines = text.splitlines()
-    assert lines[-1] == "BlockSizes=3,6,12"  # the smallest block is the base; 7 blocks
-    assert all("Nodes=" in line for line in lines if line.startswith("BlockName="))
-    # Spine A's four leaves are blocks 0-3: Slurm's quad there is ours.
-    assert frozenset(n for i in range(4) for n in nodes(f"gpu-a{i}", 4)) in _partition(
-        back, "leaf-quad"
-    )
+    assert lines[-1] == "BlockSizes=4,8,16,32"  # the largest block is the base; spine: 8 blocks
+    empty = [i for i, ln in enumerate(lines[1:-1]) if "Nodes=" not in ln]
+    assert empty == [4, 5, 6, 7, 9]  # after spine A's quad, and spine B's empty slot
 
 
 def test_block_keeps_fabric_order() -> None:
