@@ -57,6 +57,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-webhook") == [
         (("gpufabric.io",), ("gpunodestatuses", "gpuclaims", "gpufabrics"), (), ("list", "watch")),
         (("",), ("nodes",), (), ("list", "watch")),
+        (("resource.nvidia.com",), ("computedomains",), (), ("list", "watch")),  # IMEX
     ]
     assert rules("ClusterRole", "gpufabric-labeler") == [
         (("",), ("nodes",), (), ("get", "list", "patch", "watch")),
@@ -82,6 +83,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
+        (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete")),  # a group's
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),

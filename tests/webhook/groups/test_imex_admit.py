@@ -158,3 +158,32 @@ def test_a_lone_pod_of_a_users_compute_domain_is_held_to_one_nvlink_domain() -> 
     ]
     assert admitted(out, state(domains=[cd])) == out
     assert admitted(worker, state()) == worker  # no ComputeDomain declares its template
+
+
+def test_the_second_webhook_sends_only_unannotated_pods_that_claim_a_template() -> None:
+    import celpy
+    from celpy.adapter import json_to_cel
+
+    from tests.manifests import find, render
+
+    hooks = find(render(), "MutatingWebhookConfiguration", "gpufabric-webhook")["webhooks"]
+    lone = next(h for h in hooks if h["name"] == "imex-pods.gpufabric.io")
+    assert lone["failurePolicy"] == "Ignore"  # an outage admits the pod as written
+    assert lone["clientConfig"]["service"] == hooks[0]["clientConfig"]["service"]
+    env = celpy.Environment()
+    cond = env.program(env.compile(lone["matchConditions"][0]["expression"]))
+
+    def sent(annotations: dict[str, str] | None, claims: list[dict[str, str]] | None) -> bool:
+        obj: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {"containers": []}}
+        if annotations is not None:
+            obj["metadata"]["annotations"] = annotations
+        if claims is not None:
+            obj["spec"]["resourceClaims"] = claims
+        return bool(cond.evaluate({"object": json_to_cel(obj)}))
+
+    template = [{"name": "ch", "resourceClaimTemplateName": "imex-channel-0"}]
+    assert sent(None, template)
+    assert sent({"example.com/x": "1"}, template)
+    assert not sent({"gpufabric.io/group": "g"}, template)  # the first webhook has it
+    assert not sent(None, [{"name": "c", "resourceClaimName": "shared"}])
+    assert not sent(None, None)
