@@ -10,6 +10,7 @@ from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import NO_LABELS, NO_NVLINK, candidates, chosen_level, decide
 from webhook.groups.decision import Member, Placed, Request
+from webhook.groups.imex.explain import domain_lines
 from webhook.groups.inside import fewest_possible
 from webhook.groups.names import NVLINK_LEVEL
 from webhook.groups.objects import pod_gpus
@@ -42,6 +43,9 @@ def group_section(
     selector = selector_of(spec)
     members = tuple(Member(f"member-{i}", gpus, selector) for i in range(group.size))
     request = Request(group.name, members, group.locality, group.level)
+    imex = domain_lines(pod, view, request)  # IMEX channel: the placer's request, its words
+    if imex is not None:
+        request, members = imex[0], imex[0].members
     level = chosen_level(view, request)
     head = (
         f"Group {group.name}: {group.size} pods x {gpus} GPUs = {group.size * gpus} GPUs, "
@@ -49,7 +53,7 @@ def group_section(
     )
     if level is None:
         return ["", head, f"  {NO_NVLINK if group.level == NVLINK_LEVEL else NO_LABELS}"]
-    lines = ["", f"{head} -> {level}"]
+    lines = ["", f"{head} -> {level}", *(imex[1] if imex else [])]
     for c in candidates(view, members, level):
         mark = "fits" if c.fits else "no  "
         lines.append(f"  [{mark}] {level} {c.domain}: {c.free} free GPUs; {c.why}")

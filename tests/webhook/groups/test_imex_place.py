@@ -212,3 +212,19 @@ def test_members_of_one_group_without_a_shared_controller_give_no_owner() -> Non
     pods = [member(0, 2), member(1, 2, owner=("batch/v1", "Job", "b", "uid-b"))]
     arrive(api, placer, pods)
     assert "ownerReferences" not in domains.objects[("team-a", "moe")]["metadata"]
+
+
+def test_explain_shows_the_compute_domain_and_the_racks_that_hold_it_one_a_node() -> None:
+    from tests.webhook.groups.fabric import gpu_pod
+    from webhook.groups.explain import group_section
+
+    nodes = other_domain_trays(1, 10) + racks_under_leaves(3)[2 * 18 :]  # rack 1: 8 trays left
+    full = [tray_name(2, t) for t in range(5)]  # rack 2: 13 trays free
+    pods = [gpu_pod(f"b-{n}", 4, namespace="x", node_name=n, phase="Running") for n in full]
+    lines = group_section(member(0, 12), nodes, pods)
+    assert lines[2:4] == [
+        "  IMEX channel (required): ComputeDomain moe, template moe-imex-channel; one member a "
+        "node, none on a node of another ComputeDomain",
+        f"  NVLink domains that hold it one member a node now: 2 of 3 ({domain(0)}, {domain(2)})",
+    ]
+    assert lines[-3] == f"  decision: nvlink-domain={domain(2)}"  # the tighter of the two

@@ -92,6 +92,8 @@ class Imex:
         if need is None:
             self.needs.pop(key, None)
             return request
+        if self.book.served is None:
+            return f"compute-domain {need.mode}: waiting for the first list of {CD_CRD}"
         if not self.book.served:
             return f"compute-domain {need.mode}: this cluster does not serve {CD_CRD}"
         have = self.book.by_name.get((key[0], need.name))
