@@ -46,6 +46,10 @@ from webhook.export.model import Domain, Model
 from webhook.fabric.names import compress_hostlist
 
 MAX_LEVEL = 15  # `block_level > 15` is fatal in `_read_topo_file` (MAX_BLOCK_LEVELS 16)
+# Ours, not Slurm's: slurmctld walks every block for every job (`eval_nodes_block`), and the
+# spine width that keeps jobs inside one spine grows with the node count, so a fabric of many
+# spine domains would print a file of millions of mostly empty blocks.
+MAX_BLOCKS = 1 << 16
 
 
 class BlockError(ValueError):
@@ -103,10 +107,11 @@ def layout(model: Model) -> Layout:
         placed = sum(len(leaf.nodes) for leaf in leaves)
         spine_width = max(spine_width, _pow2(-(-placed // base)))
     top = spine_width.bit_length() - 1
-    if top > MAX_LEVEL:
+    if top > MAX_LEVEL or len(model.slots) * spine_width > MAX_BLOCKS:
         raise BlockError(
-            f"slurm-block: the spine domains need {spine_width} blocks each, more than the "
-            f"2^{MAX_LEVEL} Slurm's BlockSizes allow: use -o slurm-tree"
+            f"slurm-block: {len(model.slots)} spine domains of {spine_width} blocks each "
+            f"(at most 2^{MAX_LEVEL} a spine in BlockSizes, {MAX_BLOCKS} in all here) to keep "
+            "every job inside one spine domain: use -o slurm-tree"
         )
     blocks: list[Domain | None] = [None] * (len(model.slots) * spine_width)
     for s, row in enumerate(model.slots):
@@ -159,7 +164,7 @@ def _check(plan: Layout, release: Release) -> None:
     if release.equal_blocks and len(small.nodes) != len(large.nodes):
         why = (
             f"blocks differ in size ({small.name}: {len(small.nodes)} nodes, {large.name}: "
-            f"{len(large.nodes)}), and it sizes every block as the first"
+            f"{len(large.nodes)}), and it sizes every block by one base"
         )
     elif not release.empty_blocks and None in plan.blocks:
         why = (

@@ -172,8 +172,16 @@ def test_nvl72_tray_without_a_domain_is_a_block_of_its_own() -> None:
 
 def test_a_fabric_needing_more_than_2_15_blocks_a_spine_is_refused() -> None:
     pos = Positions(hand((1,), (1,) * 2**15))  # 32,769 one-node leaves under two spines
-    with pytest.raises(slurm_block.BlockError, match="use -o slurm-tree"):
+    with pytest.raises(slurm_block.BlockError, match="2 spine domains of 65536 blocks each"):
         slurm_block.block(build(pos))
+
+
+def test_many_spine_domains_stop_at_65536_blocks() -> None:
+    # 64 spines of 16 one-node leaves: keeping a 1,024-node job inside one spine takes 1,024
+    # blocks a spine, 65,536 in all (the limit); one spine more is refused.
+    assert len(slurm_block.layout(build(Positions(hand(*[(1,) * 16] * 64)))).blocks) > 64_000
+    with pytest.raises(slurm_block.BlockError, match="65 spine domains of 2048 blocks"):
+        slurm_block.block(build(Positions(hand(*[(1,) * 16] * 65))))
 
 
 # -- the command -----------------------------------------------------------------------------------
