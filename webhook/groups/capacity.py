@@ -52,6 +52,10 @@ class CapacityView:
         self._listing: dict[str, NodeInfo] = {}  # a node list in flight (start_nodes)
         self.bound: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
         self.promised: dict[str, tuple[str, int]] = {}  # pod uid -> (node, GPUs)
+        # pod uid -> (node, GPUs) of pending pods kube-scheduler nominated (nominatedNodeName): it
+        # keeps their room there, so the placer does too; a nomination counts instead of the
+        # placer's own promise for the same pod (one pod, one place)
+        self.nominated: dict[str, tuple[str, int]] = {}
         self._taken: dict[str, int] = {}  # node -> GPUs bound or promised
         self._with_free: dict[str, int] = {}  # usable nodes with a free GPU -> free (as tallied)
         self._usable = 0  # usable nodes
@@ -190,31 +194,52 @@ class CapacityView:
             self._taken[entry[0]] = self._taken.get(entry[0], 0) - entry[1]
             self._recheck(entry[0])
 
-    def put_pod(self, uid: str, node: str, gpus: int, active: bool) -> None:
-        """A pod's binding as the API reports it; a bound pod settles its promise."""
+    def put_pod(self, uid: str, node: str, gpus: int, active: bool, nominated: str = "") -> None:
+        """A pod's binding as the API reports it; a bound pod settles its promise. `nominated`:
+        a pending pod's status.nominatedNodeName."""
         if node:
-            self._sub(self.promised.pop(uid, None))
+            self.release(uid)
         self._sub(self.bound.pop(uid, None))
         if node and active and gpus:
             self.bound[uid] = (node, gpus)
             self._add(node, gpus)
+        self._nominate(uid, (nominated, gpus) if nominated and not node else None)
+
+    def _nominate(self, uid: str, now: tuple[str, int] | None) -> None:
+        was = self.nominated.get(uid)
+        if was == now or (was is None and now is not None and not now[1]):
+            return
+        promise = self.promised.get(uid)
+        if was is not None:
+            self._sub(self.nominated.pop(uid))
+            if now is None and promise is not None:
+                self._add(*promise)  # the placer's promise counts again
+        if now is not None and now[1]:
+            if was is None:
+                self._sub(promise)
+            self.nominated[uid] = now
+            self._add(*now)
 
     def reset_pods(self) -> None:
-        self.bound, self.promised, self._taken = {}, {}, {}
+        self.bound, self.promised, self.nominated, self._taken = {}, {}, {}, {}
         self._recount()
 
     def delete_pod(self, uid: str) -> None:
         self._sub(self.bound.pop(uid, None))
-        self._sub(self.promised.pop(uid, None))
+        self.release(uid)
+        self._sub(self.nominated.pop(uid, None))
 
     def promise(self, uid: str, node: str, gpus: int) -> None:
-        self._sub(self.promised.pop(uid, None))
+        self.release(uid)
         if uid not in self.bound and gpus:
             self.promised[uid] = (node, gpus)
-            self._add(node, gpus)
+            if uid not in self.nominated:
+                self._add(node, gpus)
 
     def release(self, uid: str) -> None:
-        self._sub(self.promised.pop(uid, None))
+        promise = self.promised.pop(uid, None)
+        if uid not in self.nominated:
+            self._sub(promise)
 
     # -- reads -------------------------------------------------------------------------------
     def free(self, name: str) -> int:

@@ -22,6 +22,7 @@ from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import decide
 from webhook.groups.decision import Member, Policy, Request, Waiting
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
+from webhook.groups.gang.place import Gang
 from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
@@ -72,9 +73,11 @@ class Placer:
         metrics: PlacerMetrics | None = None,
         evictor: Evictor | None = None,
         imex: Imex | None = None,
+        gang: Gang | None = None,
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
         self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
+        self.gang = gang or Gang()  # native gangs (PodGroup) and the partly-bound watch
         self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
         self.view = CapacityView()
         self.pods: dict[str, PodRecord] = {}
@@ -185,6 +188,8 @@ class Placer:
         rec = self._put(obj, self.pods)
         if before is None or (before.holds, before.node) != (rec.holds, rec.node):
             self.retry_all()
+        elif before.nominated != rec.nominated:
+            self.retry_all()  # kube-scheduler keeps room on another node now, or on none
         elif before.labels != rec.labels and self.preempt.budgets.by_namespace:
             self.retry_all()  # a pod that left a budget may let a waiting group preempt
         elif rec.group is not None:
@@ -199,7 +204,9 @@ class Placer:
 
     def _keep(self, rec: PodRecord) -> PodRecord:
         self.pods[rec.uid] = rec
-        self.view.put_pod(rec.uid, rec.node, rec.gpus, rec.holds)
+        self.view.put_pod(
+            rec.uid, rec.node, rec.gpus, rec.holds, rec.nominated if rec.member else ""
+        )
         if rec.holds and rec.gpus:
             self.preempt.index.put(as_running(rec))
         else:
@@ -237,6 +244,7 @@ class Placer:
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
         self.imex.sweep(self.groups)  # ComputeDomains of groups whose last pod is gone
+        self.gang.tick(self.groups, self.pods, self.imex.synced)  # PodGroups; partly bound
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
@@ -333,6 +341,10 @@ class Placer:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", _outcome(decided, within), took)
         self.imex.ensure(key, recs)  # its ComputeDomain before the gate goes
+        gang = self.gang.ensure(key, spec.size, recs)  # its PodGroup, too
+        if gang is not None:
+            self._wait(key, gated, f"group {spec.name}: {gang}", "GroupWaiting")
+            return
         self._apply(key, gated, decided, recovery=bool(recorded))
 
     def order_key(self, key: GroupKey) -> OrderKey:

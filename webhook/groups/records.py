@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
+from webhook.groups.gang.fields import named_group, nominated_node, scheduler_message
 from webhook.groups.imex.domains import Owner, claimed_templates, controller_of
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
@@ -40,11 +41,15 @@ class PodRecord:
     templates: tuple[str, ...] = ()  # ResourceClaimTemplates it claims (IMEX channel: imex/)
     owner: Owner | None = None  # its controller (a ComputeDomain's ownerReference)
     labels: Labels = ()  # sorted, shared between pods with the same (PodDisruptionBudgets)
+    nominated: str = ""  # status.nominatedNodeName of a pending pod (the scheduler keeps room)
+    pod_group: str = ""  # the PodGroup it names (spec.schedulingGroup; native gang: gang/)
+    unschedulable: str = ""  # kube-scheduler's PodScheduled=False message (gang/watch.py)
 
 
 def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    phase = (obj.get("status") or {}).get("phase")
+    status = obj.get("status") or {}
+    phase = status.get("phase")
     terminal = phase in ("Succeeded", "Failed")
     annotations = meta.get("annotations") or {}
     group, _ = parse_group(annotations)
@@ -82,6 +87,9 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         templates=claimed_templates(spec) if grouped else (),
         owner=controller_of(meta) if grouped else None,
         labels=labels_of(meta.get("labels")),
+        nominated="" if node else nominated_node(status),
+        pod_group=named_group(spec) if grouped else "",
+        unschedulable=scheduler_message(status) if grouped and not node else "",
     )
 
 

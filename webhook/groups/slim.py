@@ -30,6 +30,7 @@ _POD_SPEC = (
     "preemptionPolicy",
     "terminationGracePeriodSeconds",  # how long a victim may take to leave
     "resourceClaims",  # which ComputeDomain's IMEX channel a member claims
+    "schedulingGroup",  # the PodGroup a member names (native gang)
 )
 
 
@@ -53,8 +54,14 @@ def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     out_spec["containers"] = _resources(spec.get("containers"))
     if spec.get("initContainers"):
         out_spec["initContainers"] = _resources(spec.get("initContainers"))
-    phase = (obj.get("status") or {}).get("phase")
-    return {"metadata": out_meta, "spec": out_spec, "status": {"phase": phase}}
+    status = obj.get("status") or {}
+    out_status: dict[str, Any] = {"phase": status.get("phase")}
+    if status.get("nominatedNodeName"):  # room the scheduler keeps for it (capacity.py)
+        out_status["nominatedNodeName"] = status["nominatedNodeName"]
+    said = [c for c in status.get("conditions") or [] if (c or {}).get("type") == "PodScheduled"]
+    if said and not spec.get("nodeName"):  # why it is not bound (GroupPartlyBound names it)
+        out_status["conditions"] = said
+    return {"metadata": out_meta, "spec": out_spec, "status": out_status}
 
 
 def slim_node(obj: Mapping[str, Any]) -> dict[str, Any]:

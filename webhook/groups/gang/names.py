@@ -1,0 +1,34 @@
+"""Names fixed by DESIGN.md "Group placement" (native gang) and by Kubernetes 1.36's PodGroup
+(scheduling.k8s.io/v1alpha2; field names from kubernetes/api testdata/HEAD, copied to
+tests/fixtures/schedulers/)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+PG_GROUP: Final = "scheduling.k8s.io"
+PG_VERSION: Final = "v1alpha2"
+PG_PLURAL: Final = "podgroups"
+PG_KIND: Final = "PodGroup"
+
+# On the PodGroups the placer makes: which group each one serves (as on its ComputeDomains).
+LABEL_GROUP: Final = "gpufabric.io/group"
+LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
+MANAGER: Final = "gpufabric-placer"
+
+# How long ungated members may stay unbound while others of their group are bound before the
+# placer calls the group partly bound (Event GroupPartlyBound; deleted when a controller
+# recreates them). kube-scheduler retries an unschedulable pod within its podMaxBackoff (10 s)
+# after a cluster event; 60 s is several retries, and short against the hours a gang holds nodes.
+PARTLY_BOUND_AFTER: Final = 60.0
+
+# metadata.name of a PodGroup: a DNS subdomain (lower case, digits, '-', '.'; 253 at most).
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def podgroup_name(group: str) -> str | None:
+    """The PodGroup of a group, `gpufabric-<group>`; None where that is not a valid object name
+    (a group name may be any label value: upper case, '_'): such a group gets no native gang."""
+    name = f"gpufabric-{group}"
+    return name if len(name) <= 253 and _SUBDOMAIN.fullmatch(name) else None

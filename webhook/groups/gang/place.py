@@ -1,0 +1,148 @@
+"""The placer's side of native gangs and of the partly-bound watch.
+
+`ensure` (before a group's gate is lifted): where its members name PodGroup gpufabric-<group>
+(the webhook set it: the cluster serves PodGroups), that PodGroup exists, a gang of the group's
+size, so kube-scheduler binds the members together or not at all; and the group's clock starts.
+`tick` (each reconcile): our PodGroups whose group has no pod left are deleted, and every group
+ungated since is watched until all its members are bound. Members still unbound
+PARTLY_BOUND_AFTER seconds after the group was ungated while others are bound get Event
+GroupPartlyBound with kube-scheduler's message; those with a controller (Job, JobSet, ...) are
+deleted, so that it makes them again, gated, and the placer seats them again inside the group's
+recorded domain (placer `within`). Bare pods are only reported (nothing would make them again).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
+
+from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_PLURAL, podgroup_name
+from webhook.groups.gang.podgroups import Book, Made, pod_group
+from webhook.groups.gang.watch import Binding, binding, partly_words
+from webhook.groups.records import PodRecord, pod_ref
+
+log = logging.getLogger(__name__)
+GroupKey = tuple[str, str]
+SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
+SERVED = f"{PG_PLURAL}.scheduling.k8s.io/v1alpha2"
+
+
+class GangApi(Protocol):
+    def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The created object (the one there already, when it exists)."""
+
+    def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
+        """Delete it if it is still that object (a precondition on the UID); gone is fine."""
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """The same for a pod."""
+
+    def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
+
+
+@runtime_checkable
+class GangMetrics(Protocol):
+    def partly_bound(self, groups: int) -> None: ...
+
+    def all_bound(self, seconds: float) -> None: ...
+
+
+class Gang:
+    def __init__(
+        self,
+        api: GangApi | None = None,
+        metrics: GangMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        after: float = PARTLY_BOUND_AFTER,
+    ) -> None:
+        self.api, self.metrics, self.clock, self.after = api, metrics, clock, after
+        self.book = Book()
+        if api is None:
+            self.book.unserved()  # no API: nothing is served (tests of plain groups)
+        self.since: dict[GroupKey, float] = {}  # last ungating of a group not all bound yet
+        self.partly: set[GroupKey] = set()  # partly bound past the bound, at the last tick
+        self.told: set[str] = set()  # members reported (and deleted where they come back)
+        self._scan_at = 0.0
+
+    # -- before ungating ---------------------------------------------------------------------
+    def ensure(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
+        """Why the group must wait, or None once its PodGroup (where it has one) exists."""
+        name = podgroup_name(key[1])
+        if name is not None and any(r.pod_group == name for r in recs):
+            have = self.book.by_name.get((key[0], name))
+            if have is not None and have.deleting:
+                return f"PodGroup {name} is being deleted; it is made again after"
+            if have is None:
+                if not self.book.served or self.api is None:
+                    return f"its members name PodGroup {name}; this cluster serves no {SERVED}"
+                owners = {r.owner for r in recs}
+                owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
+                body = pod_group(key[0], name, key[1], size, owner)
+                self.book.event("ADDED", self.api.create_podgroup(key[0], body))
+        self.since[key] = self.clock()
+        return None
+
+    # -- each reconcile ----------------------------------------------------------------------
+    def tick(
+        self,
+        groups: Mapping[GroupKey, set[str]],
+        pods: Mapping[str, PodRecord],
+        synced: bool,
+    ) -> None:
+        """`synced`: the pods are listed (a group without pods is truly gone)."""
+        if synced:
+            self._sweep(groups)
+        now = self.clock()
+        keys = set(self.since)
+        if now >= self._scan_at:
+            keys |= groups.keys()
+            self._scan_at = now + SCAN_EVERY
+        partly = set()
+        for key in keys:
+            b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
+            if not b.unbound:
+                start = self.since.pop(key, None)
+                if start is not None and b.size and len(b.bound) >= b.size and self.metrics:
+                    self.metrics.all_bound(now - start)
+                continue
+            start = self.since.setdefault(key, now)
+            if b.partly and now - start >= self.after:
+                partly.add(key)
+                for rec in b.unbound:
+                    self._recover(key, b, rec, now - start)
+        if self.metrics is not None and partly != self.partly:
+            self.metrics.partly_bound(len(partly))
+        self.partly = partly
+        self.told &= pods.keys()
+
+    def _recover(self, key: GroupKey, b: Binding, rec: PodRecord, waited: float) -> None:
+        if rec.uid in self.told or self.api is None:
+            return
+        deleted = rec.owner is not None
+        if deleted:
+            try:
+                self.api.delete_pod(rec.namespace, rec.name, rec.uid)
+            except Exception:  # noqa: BLE001 - tried again at the next tick
+                log.warning("partly bound member not deleted", extra={"pod": rec.name})
+                return
+        text = partly_words(key[1], b, rec, waited, self.after, deleted)
+        self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
+        self.told.add(rec.uid)
+
+    def _sweep(self, groups: Mapping[GroupKey, object]) -> None:
+        """Delete our PodGroups whose group has no pod left."""
+        for m in list(self.book.by_name.values()):
+            if (m.namespace, m.group) not in groups and not m.deleting:
+                self._delete(m)
+
+    def _delete(self, m: Made) -> None:
+        assert self.api is not None  # noqa: S101 - a book with entries implies an API
+        try:
+            self.api.delete_podgroup(m.namespace, m.name, m.uid)
+        except Exception:  # noqa: BLE001 - retried on the next reconcile
+            log.warning("podgroup not deleted", extra={"podgroup": f"{m.namespace}/{m.name}"})
+            return
+        self.book.by_name[(m.namespace, m.name)] = replace(m, deleting=True)

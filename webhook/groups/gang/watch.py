@@ -1,0 +1,52 @@
+"""Which groups are partly bound: some ungated members bound by kube-scheduler, others not,
+past a stated time (names.PARTLY_BOUND_AFTER). Pure: the placer's records in, verdicts out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from webhook.groups.records import PodRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A group's ungated members: bound ones and the ones kube-scheduler has not bound yet."""
+
+    size: int
+    bound: tuple[PodRecord, ...]
+    unbound: tuple[PodRecord, ...]
+
+    @property
+    def partly(self) -> bool:
+        return bool(self.bound) and bool(self.unbound)
+
+
+def binding(recs: Sequence[PodRecord]) -> Binding:
+    ungated = [r for r in recs if r.member and not r.gated and r.group is not None]
+    size = next((r.group.size for r in recs if r.group is not None), 0)
+    return Binding(
+        size,
+        tuple(r for r in ungated if r.node),
+        tuple(sorted((r for r in ungated if not r.node), key=lambda r: r.name)),
+    )
+
+
+def partly_words(
+    group: str, b: Binding, rec: PodRecord, waited: float, after: float, deleted: bool
+) -> str:
+    """GroupPartlyBound's message on one unbound member."""
+    said = rec.unschedulable or "no PodScheduled message yet"
+    text = (
+        f"group {group}: {len(b.bound)} of {b.size} members bound, this one still not "
+        f"{waited:.0f} s after the group was ungated (bound: {after:.0f} s); kube-scheduler: {said}"
+    )
+    if deleted and rec.owner is not None:
+        return (
+            f"{text}; deleted: its controller {rec.owner[1]} {rec.owner[2]} makes it again, gated, "
+            f"and the placer seats it again in {rec.placement or 'the group domain'}"
+        )
+    return (
+        f"{text}; a bare pod (no controller would make it again): not deleted, the group holds "
+        f"{len(b.bound)} nodes and runs nothing; delete it or the group"
+    )
