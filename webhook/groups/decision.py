@@ -20,6 +20,7 @@ class Member:
     gpus: int
     selector: Selector
     whole: bool = False  # no other member of its group on its node (one IMEX channel per node)
+    avoid: frozenset[str] = frozenset()  # nodes it may not take (its group's members are there)
 
 
 @dataclass(frozen=True, slots=True)

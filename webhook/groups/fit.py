@@ -29,6 +29,9 @@ def pack(
 ) -> dict[str, str] | None:
     """Best-fit decreasing: member -> node. None when not every member fits (unless partial)."""
     room = {n: f for n in nodes if (f := free(n)) > 0}
+    for m in members:
+        for n in m.avoid:  # one IMEX channel a node: its group holds these already
+            room.pop(n, None)
     out: dict[str, str] = {}
     for m in sorted(members, key=lambda m: (-m.gpus, m.key)):
         ok = eligible(m.selector)

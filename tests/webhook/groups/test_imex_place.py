@@ -4,6 +4,7 @@ ComputeDomain made before the first gate goes and deleted after the last member,
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from tests.nvl72 import domain, racks_under_leaves, tray_name
@@ -228,3 +229,19 @@ def test_explain_shows_the_compute_domain_and_the_racks_that_hold_it_one_a_node(
         f"  NVLink domains that hold it one member a node now: 2 of 3 ({domain(0)}, {domain(2)})",
     ]
     assert lines[-3] == f"  decision: nvlink-domain={domain(2)}"  # the tighter of the two
+
+
+def test_a_replacement_member_goes_to_a_tray_none_of_its_group_is_on() -> None:
+    api, domains, placer = imex_setup(racks_under_leaves(1))
+    arrive(api, placer, [member(i, 3) for i in range(3)])
+    nodes = promised_nodes(placer, 3)
+    for i, pod in enumerate(sorted(api.pods.values(), key=lambda p: p["metadata"]["name"])):
+        pod["spec"]["nodeName"], pod["status"]["phase"] = nodes[i], "Running"  # bound: 3 free
+        placer.pod_event("MODIFIED", copy.deepcopy(pod))
+    delete(api, placer, "w-01")
+    again = member(1, 3, uid="uid-team-a-w-01-again")
+    arrive(api, placer, [again])
+    assert api.get("w-01")["spec"]["schedulingGates"] == []  # placed again, in the same rack
+    node = placer.view.promised["uid-team-a-w-01-again"][0]
+    assert node not in {nodes[0], nodes[2]}  # though those trays are the tightest fit
+    assert [verb for verb, _, _ in domains.log] == ["create"]  # the same ComputeDomain

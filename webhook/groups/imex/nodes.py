@@ -1,13 +1,13 @@
 """Which nodes a member of a group with an IMEX channel may take: none that another
 ComputeDomain's channel holds (the driver's node label names its UID), none where a member of the
-same group already is (one channel a node). As a Selector, so the placer's memoized eligibility
-and per-domain tallies serve it like any pod's own constraints."""
+same group already is (one channel a node). The first as a Selector, so the placer's memoized
+eligibility and per-domain tallies serve it like any pod's own constraints; the second is
+Member.avoid, which fit.pack honours (a node-name selector would judge every node anew)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from collections.abc import Set as AbstractSet
 from typing import Any
 
 from common.api import LABEL_NVLINK_DOMAIN
@@ -16,22 +16,15 @@ from webhook.groups.selector import Selector, selector_of
 from webhook.kube.nodeselector import REQUIRED, required_terms
 
 
-def excluding(selector: Selector, uid: str, taken: AbstractSet[str] = frozenset()) -> Selector:
+def excluding(selector: Selector, uid: str) -> Selector:
     """The selector narrowed to nodes without another ComputeDomain (the label absent, or `uid`:
-    the group's own) and not in `taken`. Node terms are ORed, so each term is split in two."""
+    the group's own). Node terms are ORed, so each term is split in two."""
     spec: Mapping[str, Any] = selector.spec.get("spec") or {}
     terms = required_terms(selector.spec) or [{}]
     ours = [{"key": NODE_LABEL, "operator": "DoesNotExist"}]
     choices = [ours] + ([[{"key": NODE_LABEL, "operator": "In", "values": [uid]}]] if uid else [])
-    fields = (
-        [{"key": "metadata.name", "operator": "NotIn", "values": sorted(taken)}] if taken else []
-    )
     narrowed = [
-        {
-            **t,
-            "matchExpressions": [*(t.get("matchExpressions") or []), *extra],
-            **({"matchFields": [*(t.get("matchFields") or []), *fields]} if fields else {}),
-        }
+        {**t, "matchExpressions": [*(t.get("matchExpressions") or []), *extra]}
         for t in terms
         for extra in choices
     ]
@@ -40,7 +33,7 @@ def excluding(selector: Selector, uid: str, taken: AbstractSet[str] = frozenset(
     node_affinity[REQUIRED] = {"nodeSelectorTerms": narrowed}
     affinity["nodeAffinity"] = node_affinity
     built = selector_of({**spec, "affinity": affinity})
-    signature = f"{selector.signature}|{NODE_LABEL}={uid}|{','.join(sorted(taken))}"
+    signature = f"{selector.signature}|{NODE_LABEL}={uid}"
     return Selector(built.spec, selector.tolerations, signature)
 
 

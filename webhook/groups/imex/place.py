@@ -113,7 +113,7 @@ class Imex:
             if not r.gated and (node := r.node or promised.get(r.uid, ("", 0))[0])
         )
         members = tuple(
-            replace(m, whole=True, selector=excluding(m.selector, uid, taken))
+            replace(m, whole=True, selector=excluding(m.selector, uid), avoid=taken)
             for m in request.members
         )
         return replace(request, members=members, level=NVLINK_LEVEL, locality=need.mode)
