@@ -58,6 +58,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("gpufabric.io",), ("gpunodestatuses", "gpuclaims", "gpufabrics"), (), ("list", "watch")),
         (("",), ("nodes",), (), ("list", "watch")),
         (("resource.nvidia.com",), ("computedomains",), (), ("list", "watch")),  # IMEX
+        (("scheduling.k8s.io",), ("podgroups",), (), ("list", "watch")),  # native gang
     ]
     assert rules("ClusterRole", "gpufabric-labeler") == [
         (("",), ("nodes",), (), ("get", "list", "patch", "watch")),
@@ -84,6 +85,7 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
         (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete")),  # a group's
+        (("scheduling.k8s.io",), ("podgroups",), (), ("create", "delete")),  # a group's gang
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),

@@ -19,6 +19,7 @@ from common.cli import UsageError
 from webhook.admission import cufile
 from webhook.admission.placement import Settings
 from webhook.fleet.cache import FabricCache
+from webhook.groups.gang.podgroups import Book as PodGroups
 from webhook.groups.imex.domains import Book
 from webhook.groups.imex.inject import ImexState
 from webhook.groups.imex.nodes import DomainSizes
@@ -40,6 +41,7 @@ from webhook.wiring import (
     Serving,
     add_cache_watches,
     add_export,
+    add_gang_watch,
     add_imex_watch,
     add_labeler,
     add_network,
@@ -82,6 +84,7 @@ def admission_settings(
     cache: FabricCache,
     spines: SpineSizes,
     imex: ImexState | None = None,
+    gangs: PodGroups | None = None,
 ) -> Settings:
     return Settings(
         policy,
@@ -90,6 +93,7 @@ def admission_settings(
         largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
         # Without a placer in this process's deployment nothing lifts a group gate: do not set it
         placer=bool(getattr(args, "placer", False)),
+        native_gang=(lambda: gangs.served is True) if gangs is not None else None,
         imex=imex,
     )
 
@@ -111,7 +115,8 @@ async def serve(args: argparse.Namespace) -> int:
         policy = _cufile_policy(load_api_client(args.kubeconfig), args.cufile_configmap)
     spines, sizes = SpineSizes(), DomainSizes()
     imex = ImexState(Book(), sizes.largest)  # kept current by add_imex_watch
-    settings = admission_settings(args, policy, cache, spines, imex)
+    gangs = PodGroups()  # whether PodGroups are served: kept current by add_gang_watch
+    settings = admission_settings(args, policy, cache, spines, imex, gangs)
     # Ports and certificates first: a wrong value, a bad file or a taken port ends the command
     # (one line, exit 2) before any watch thread exists. Certificate files that do not exist yet
     # (first install: the bootstrap Job has not run) are waited for, not ready meanwhile.
@@ -158,6 +163,7 @@ async def serve(args: argparse.Namespace) -> int:
     add_cache_watches(s)
     add_spine_watch(s, spines)
     add_imex_watch(s, imex, sizes)
+    add_gang_watch(s, gangs)
     if args.labeler:
         add_labeler(s)
         add_network(s)

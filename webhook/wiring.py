@@ -17,6 +17,7 @@ from typing import Any
 
 from common import api
 from webhook.fleet.cache import FabricCache
+from webhook.groups.gang.podgroups import Book as PodGroups
 from webhook.groups.imex.inject import ImexState
 from webhook.groups.imex.nodes import DomainSizes
 from webhook.groups.spines import FABRIC_PLURAL, SpineSizes
@@ -170,6 +171,13 @@ def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
         lambda kind, obj: sizes.event(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
     s.watches.append(domain_watch("computedomains", s.api_client, state.book, lambda f: f()))
+
+
+def add_gang_watch(s: Serving, book: PodGroups) -> None:
+    """Whether the cluster serves PodGroups, for admission (webhook.groups.gang.admit)."""
+    from webhook.groups.gang.kube import podgroup_watch
+
+    s.watches.append(podgroup_watch("podgroups", s.api_client, book, lambda f: f()))
 
 
 def add_labeler(s: Serving) -> None:

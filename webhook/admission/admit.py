@@ -56,6 +56,7 @@ def admit(
         settings.largest_spine_gpus,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
         settings.placer,
+        settings.native_gang is not None and settings.native_gang(),
     )
     try:
         req = requirements(pod, namespace, cache.claim)

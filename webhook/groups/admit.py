@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from webhook.groups.gang.admit import gang_ops
 from webhook.groups.indexes import direct_problem, ident_of
 from webhook.groups.names import (
     ANN_GROUP,
@@ -130,12 +131,14 @@ def admit_group(
     largest_domain_gpus: Callable[[], int | None] | None = None,
     pod_gpus: int = 0,
     placer: bool = True,
+    native_gang: bool = False,
 ) -> GroupAdmission:
     """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
 
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
     fabric (None: unknown, no warning). `placer`: whether a group placer runs; without one the pod
     is labelled but not gated (nothing would ever lift the gate), with a warning that says so.
+    `native_gang`: the cluster serves PodGroups (a cached answer): the member names its group's.
     """
     meta = as_map(pod.get("metadata"))
     annotations = as_map(meta.get("annotations"))
@@ -192,4 +195,6 @@ def admit_group(
             ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})
         else:
             ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]})
+    if native_gang:
+        ops += gang_ops(pod, spec.name)
     return GroupAdmission(ops=ops, warnings=warnings, spec=spec, env=member_env(spec.size))

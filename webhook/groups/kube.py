@@ -20,6 +20,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from webhook.groups.gang.kube import KubeGangApi, podgroup_watch
+from webhook.groups.gang.place import Gang, GangMetrics
 from webhook.groups.imex.kube import KubeDomainApi, domain_watch
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
@@ -196,10 +198,13 @@ def run_placer(
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
     imex = Imex(KubeDomainApi(api_client), imex_metrics)  # groups' ComputeDomains
-    placer = Placer(api, metrics=metrics, evictor=api, imex=imex)
+    # PodGroups (native gang) and the partly-bound watch
+    gang = Gang(KubeGangApi(api_client, api), metrics if isinstance(metrics, GangMetrics) else None)
+    placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
+        podgroup_watch("placer-podgroups", api_client, gang.book, inbox.put),
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),

@@ -75,15 +75,19 @@ class Book:
         self.by_name: dict[tuple[str, str], Made] = {}
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
-        self.served = True
+        """A whole list (`set_served` said before whether the kind is served)."""
         self.by_name = {}
         for obj in items:
             self.event("ADDED", obj)
 
+    def set_served(self, served: bool) -> None:
+        """Whether the API server serves podgroups.scheduling.k8s.io/v1alpha2 (no: HTTP 404)."""
+        self.served = served
+        if not served:
+            self.by_name = {}
+
     def unserved(self) -> None:
-        """The API server does not serve podgroups.scheduling.k8s.io/v1alpha2 (HTTP 404)."""
-        self.served = False
-        self.by_name = {}
+        self.set_served(False)
 
     def event(self, kind: str, obj: Mapping[str, Any]) -> None:
         m = made_of(obj)

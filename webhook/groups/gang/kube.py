@@ -1,0 +1,138 @@
+"""Native gangs' Kubernetes I/O: the list+watch of the placer's PodGroups, which also says
+whether the cluster serves the kind; PodGroups made and deleted; partly bound members deleted.
+
+Served: listing podgroups at scheduling.k8s.io/v1alpha2 works; HTTP 404 when the API server does
+not serve it (no GenericWorkload, or older than 1.36), as imex/kube.py finds ComputeDomains: the
+list is then empty and asked again every RECHECK seconds. The webhook keeps the answer in a Book
+(podgroups.Book.served), so a review is answered from memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from webhook.groups.gang.names import LABEL_MANAGED, MANAGER, PG_GROUP, PG_PLURAL, PG_VERSION
+from webhook.groups.gang.podgroups import Book
+from webhook.kube.client import pages, watch_events, without_managed_fields
+from webhook.kube.watch import Gathered, Gone, Lister, ListWatch, Obj, Page, Watcher
+
+_TIMEOUT = 10
+_WRITE_TIMEOUT = 2  # as the placer's other writes (groups/kube.py): a demoted leader stops fast
+RECHECK = 60.0  # seconds between two questions whether the kind is served, while it is not
+_OURS = f"{LABEL_MANAGED}={MANAGER}"
+
+
+class KubeGangApi:
+    def __init__(self, api_client: client.ApiClient, events: Any) -> None:
+        self.objects = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.event = events.event  # the placer's Events (groups/kube.py KubePlacerApi)
+
+    def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        try:
+            made: Any = self.objects.create_namespaced_custom_object(
+                PG_GROUP, PG_VERSION, namespace, PG_PLURAL, dict(body), _request_timeout=_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            return body  # AlreadyExists: ours from a moment ago; the watch brings its UID
+        return dict(made)
+
+    def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
+        try:
+            self.objects.delete_namespaced_custom_object(
+                PG_GROUP,
+                PG_VERSION,
+                namespace,
+                PG_PLURAL,
+                name,
+                body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
+                _request_timeout=_WRITE_TIMEOUT,
+            )
+        except ApiException as err:
+            if err.status not in (404, 409):  # gone, or another object by that name now
+                raise
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Through the Eviction API (the placer's pods/eviction; no delete on pods): a Pending pod
+        passes every PodDisruptionBudget, and the pod gets the DisruptionTarget condition, which
+        a Job's podFailurePolicy can Ignore. Only that pod (a precondition on its UID)."""
+        body: Any = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        try:
+            self.core.create_namespaced_pod_eviction(
+                name, namespace, body, _request_timeout=_WRITE_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status not in (404, 409):  # gone, or another pod by that name now
+                raise
+
+
+def podgroup_list_watch(
+    api_client: client.ApiClient, served: Callable[[bool], None], recheck: float = RECHECK
+) -> tuple[Lister, Watcher]:
+    """The PodGroups the placer made, in every namespace (RBAC: podgroups list, watch); each list
+    ends with `served`. Not served: an empty list, and the watch asks for a new list after
+    `recheck` seconds (a cluster without PodGroups is healthy, not a failing watch)."""
+    objects = client.CustomObjectsApi(api_client)
+    method = objects.list_cluster_custom_object
+    missing = [False]
+
+    def fetch(token: str | None) -> Any:
+        return method(
+            PG_GROUP,
+            PG_VERSION,
+            PG_PLURAL,
+            label_selector=_OURS,
+            limit=500,
+            _continue=token,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT * 3,
+        )
+
+    def lister() -> Iterator[Page]:
+        try:
+            yield from pages(fetch, without_managed_fields)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            missing[0] = True
+            yield Page([], "")
+        else:
+            missing[0] = False
+        served(not missing[0])
+
+    def watcher(version: str) -> Iterable[Obj]:
+        if missing[0]:
+            time.sleep(recheck)
+            raise Gone()
+        yield from watch_events(
+            method, PG_GROUP, PG_VERSION, PG_PLURAL, version=version, label_selector=_OURS
+        )
+
+    return lister, watcher
+
+
+def podgroup_watch(
+    name: str, api_client: client.ApiClient, book: Book, put: Callable[[Callable[[], None]], None]
+) -> ListWatch:
+    """The PodGroup watch feeding `book` through `put` (the placer's inbox), or straight (the
+    webhook's: put = call)."""
+    lister, watcher = podgroup_list_watch(api_client, lambda ok: put(lambda: book.set_served(ok)))
+    return ListWatch(
+        name,
+        lister,
+        watcher,
+        on_list=Gathered(lambda items: put(lambda: book.listed(items))),
+        on_event=lambda kind, obj: put(lambda: book.event(kind, obj)),
+    )
