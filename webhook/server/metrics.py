@@ -176,6 +176,17 @@ class WebhookMetrics:
             "The placer's ComputeDomains whose group has no pod left, not deleted yet",
             registry=r,
         )
+        self.group_partly_bound = Gauge(
+            "gpufabric_group_partly_bound",
+            "Groups with ungated members still unbound 60 s after ungating while others are bound",
+            registry=r,
+        )
+        self.group_bind = Histogram(
+            "gpufabric_group_bind_seconds",
+            "Time from a group's ungating to kube-scheduler having bound all its members",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+            registry=r,
+        )
 
     def decided(self, level: str, outcome: str, seconds: float) -> None:
         self.group_decisions.labels(level=level, outcome=outcome).inc()
@@ -190,6 +201,12 @@ class WebhookMetrics:
 
     def domains_left_over(self, count: int) -> None:
         self.compute_domains_left_over.set(count)
+
+    def partly_bound(self, groups: int) -> None:
+        self.group_partly_bound.set(groups)
+
+    def all_bound(self, seconds: float) -> None:
+        self.group_bind.observe(seconds)
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None:
         self.group_preemptions.inc(plans)
