@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Mutating admission webhook that turns a pod's gpufabric.io requests into node "
         "affinity, NCCL_IB_HCA and cuFile settings; optionally the node labeler.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {cli.version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {cli.version()}")
     logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

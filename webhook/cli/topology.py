@@ -11,7 +11,9 @@ from typing import Any
 import yaml
 
 from common import api, logs, nvlink
-from webhook.cli.documents import documents, read_text
+from common.cli import UsageError
+from common.wire import WireError
+from webhook.cli.documents import documents, objects, read_text
 from webhook.cli.topology_parts import read_source, write_configmaps
 from webhook.export import kueue, slurm, slurm_block
 from webhook.export.kinds import KINDS
@@ -22,6 +24,7 @@ from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels
 from webhook.fabric.nvdomains import nvlink_view
 from webhook.fabric.source import derive
+from webhook.fleet.ingest import layout_of
 
 EXPORTS = ("kueue", "kai", "volcano", "slurm-tree", "slurm-block")
 
@@ -104,10 +107,32 @@ def _node_guids(paths: list[Path]) -> dict[str, frozenset[int]] | None:
         if not path.is_dir() and join.looks_like_map(text := read_text(path)):
             nodes.update(join.parse_map(text))
             continue
-        for doc in documents(path):
+        for where, doc in objects(path):
             if doc.get("kind") == api.NODE_STATUS_KIND:
-                nodes[str(doc["metadata"]["name"])] = join.status_guids(doc.get("status"))
+                name, status = _readable_status(where, doc)
+                nodes[name] = join.status_guids(status)
     return nodes
+
+
+def _readable_status(where: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The status's node name and body; UsageError naming the file when explain's reader (or the
+    HCA join's) cannot read it: joined anyway, a wrong shape would be a traceback or a node
+    without HCAs."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{where}: a GpuNodeStatus without metadata.name")
+    status = doc.get("status")
+    if status is None:
+        status = {}
+    try:
+        if not isinstance(status, dict):
+            raise WireError(f"status: expected an object, got {type(status).__name__}")
+        layout_of(status)
+        join.check_hcas(status)
+    except (WireError, ValueError) as err:
+        raise UsageError(f"{where}: {name}: unreadable GpuNodeStatus: {err}") from None
+    return name, status
 
 
 def _node_labels(path: Path) -> dict[str, dict[str, str]]:
@@ -188,9 +213,9 @@ def cmd_topology(args: argparse.Namespace) -> int:
         try:
             model = build(positions, values)
             text = render_export(args.output, model, args.kueue_api, args.slurm_version)
-        except slurm.BlockError as err:
+        except slurm.BlockError as err:  # the fabric does not fit the form: input, as above
             print(f"gpufabric-webhook: {err}", file=sys.stderr)
-            return 1
+            return 2
         sys.stdout.write(text)
         return 0
     nv = nvlink_view(domains, positions)

@@ -8,7 +8,7 @@ import yaml
 
 from common import yamlload
 from webhook.fabric.model import Leaf, SourceError, Spine, Unplaced
-from webhook.fabric.names import natural_key, natural_sorted
+from webhook.fabric.names import expand_hostlist, natural_key, natural_sorted
 
 
 class UnionFind:
@@ -89,6 +89,25 @@ def first_claim(
         unplaced.append(Unplaced(node, f"listed under {len(places)} leaves: {said}"))
         problems.append(f"node {node} is listed under {len(places)} leaves: {said}")
     return placed, unplaced, problems
+
+
+def yaml_hostlist(value: object, where: str, key: str = "nodes") -> tuple[str, ...]:
+    """Node names from a YAML `nodes:` (or `key:`) value, a Slurm hostlist or a list of them. Anything else
+    is a SourceError naming `where`: a number, a null or a mapping would otherwise become a node
+    named `1`, `None` or `{'a': 'b'}` (and `nodes: [001]` loses its zeros)."""
+    if value is None or value == "":
+        return ()
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            hint = " (quote it)" if isinstance(item, int | float) else ""
+            raise SourceError(f"{where}: {key}[{i}] is {item!r}, not a node name or hostlist{hint}")
+        try:
+            out += expand_hostlist(item)
+        except ValueError as err:
+            raise SourceError(f"{where}: {err}") from None
+    return tuple(out)
 
 
 def load_yaml(text: str) -> object:

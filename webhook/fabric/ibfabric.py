@@ -59,15 +59,20 @@ def _join_by_guid(
     return ca_node, problems
 
 
-def _join_by_description(dump: Dump) -> dict[int, str]:
-    """Preview only (no statuses given): `host dev` NodeDescriptions name the host."""
+def _join_by_description(dump: Dump) -> tuple[dict[int, str], int]:
+    """Preview only (no statuses given): `host dev` NodeDescriptions name the host. Also the
+    number of cabled HCAs skipped because theirs is not that (a firmware default such as
+    "MT25408 ConnectX Mellanox Technologies")."""
     out = {}
+    skipped = 0
     for ca in dump.host_switch:
         desc = dump.desc_of(ca)
         words = desc.split()
         if 1 <= len(words) <= 2 and desc not in _DEFAULT_DESC:
             out[ca] = words[0]
-    return out
+        else:
+            skipped += 1
+    return out, skipped
 
 
 def _hosts_on_spines(dump: Dump, ca_node: Mapping[int, str]) -> dict[int, int]:
@@ -123,14 +128,21 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     """The fabric of `dump` for the given nodes (None: preview named by NodeDescription)."""
     names = _names(dump)
     problems: list[str] = []
+    unnamed = 0
     if dump.skipped:
         problems.append(f"ignored {len(dump.skipped)} line(s) before the header (tool messages)")
     if nodes is None:
-        ca_node = _join_by_description(dump)
+        ca_node, unnamed = _join_by_description(dump)
         problems.append(
             "no GpuNodeStatus given: nodes are named from the HCAs' NodeDescription (preview only;"
             " the labeler joins by HCA GUID)"
         )
+        if unnamed:
+            problems.append(
+                f"skipped {unnamed} cabled HCA(s) whose NodeDescription is not `host device` "
+                "(e.g. the firmware default): give their nodes' GpuNodeStatus or a `GUID "
+                "hostname` map with --status"
+            )
         on_spines = _hosts_on_spines(dump, ca_node)
         if on_spines:
             ca_node = {
@@ -228,7 +240,7 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
     unreached = sum(1 for sw in names if sw not in level)
     if unreached:
         problems.append(f"{unreached} switch(es) are not connected to any leaf that holds a node")
-    if not leaves:
+    if not leaves and not (nodes is None and unnamed):
         problems.append("no node's HCA is cabled to a switch in the dump")
     return Fabric(
         "ibnetdiscover",

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from common.wire import from_wire
 from webhook.fabric.model import SourceError
 
 NodeGuids = Mapping[str, frozenset[int]]
@@ -36,6 +38,31 @@ def _active_ib(hca: Mapping[str, Any]) -> bool:
         for p in hca.get("ports") or []
         if isinstance(p, Mapping)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _PortShape:
+    guid: str = ""
+    state: str = ""
+    link_layer: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _HcaShape:
+    node_guid: str = ""
+    compute_fabric: bool = False
+    ports: tuple[_PortShape, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _StatusShape:
+    hcas: tuple[_HcaShape, ...] = ()
+
+
+def check_hcas(status: Mapping[str, Any]) -> None:
+    """Raises common.wire.WireError naming the field when the HCAs the join reads have the wrong
+    shape (``status_guids`` itself skips what it cannot read, as the labeler must)."""
+    from_wire(_StatusShape, status, "status")
 
 
 def status_guids(status: Mapping[str, Any] | None) -> frozenset[int]:

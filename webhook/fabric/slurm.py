@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.fabric.build import first_claim, load_yaml, spines_from_parents
+from webhook.fabric.build import first_claim, load_yaml, spines_from_parents, yaml_hostlist
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
 from webhook.fabric.names import expand_hostlist
 
@@ -108,6 +108,7 @@ def parse_conf(text: str) -> Fabric:
                     no,
                 )
             )
+        _once((s.name, f"line {s.line}") for s in switches)
         return tree_fabric("topology.conf", switches)
     blocks: list[tuple[str, tuple[str, ...], int]] = []
     sizes: list[int] = []
@@ -122,6 +123,15 @@ def parse_conf(text: str) -> Fabric:
         else:
             blocks.append((f["blockname"], _hostlist(f.get("nodes", ""), no, raw), no))
     return block_fabric("topology.conf", blocks, sizes)
+
+
+def _once(switches: Iterable[tuple[str, str]]) -> None:
+    """SourceError when a switch name repeats: taking either entry would drop the other's nodes
+    without a word."""
+    first: dict[str, str] = {}
+    for name, where in switches:
+        if (before := first.setdefault(name, where)) != where:
+            raise SourceError(f"switch {name} is defined twice ({before} and {where})")
 
 
 def _check_sizes(sizes: Sequence[int], no: int | None, raw: str) -> None:
@@ -204,17 +214,6 @@ def parse_yaml(text: str) -> Fabric:
     )
 
 
-def _yaml_hostlist(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    try:
-        if isinstance(value, list):
-            return tuple(n for v in value for n in expand_hostlist(str(v)))
-        return tuple(expand_hostlist(str(value)))
-    except ValueError as err:
-        raise SourceError(f"{where}: {err}") from None
-
-
 def _yaml_tree(name: str, tree: Any) -> Fabric:
     switches = []
     for i, s in enumerate((tree or {}).get("switches") or []):
@@ -224,13 +223,14 @@ def _yaml_tree(name: str, tree: Any) -> Fabric:
         switches.append(
             _Switch(
                 str(s["switch"]),
-                _yaml_hostlist(s.get("nodes"), where),
-                _yaml_hostlist(s.get("children"), where),
+                yaml_hostlist(s.get("nodes"), where),
+                yaml_hostlist(s.get("children"), where, "children"),
                 i + 1,
             )
         )
     if not switches:
         raise SourceError(f"topology {name!r}: tree has no switches")
+    _once((s.name, f"topology {name!r} switches[{s.line - 1}]") for s in switches)
     return tree_fabric("topology.yaml", switches)
 
 
@@ -244,6 +244,6 @@ def _yaml_block(name: str, block: Any) -> Fabric:
         if not isinstance(b, Mapping) or "block" not in b:
             raise SourceError(f"topology {name!r}: blocks[{i}] needs a `block:` name")
         blocks.append(
-            (str(b["block"]), _yaml_hostlist(b.get("nodes"), f"block {b['block']}"), i + 1)
+            (str(b["block"]), yaml_hostlist(b.get("nodes"), f"block {b['block']}"), i + 1)
         )
     return block_fabric("topology.yaml", blocks, sizes)

@@ -20,21 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.fabric.build import first_claim, load_yaml
+from webhook.fabric.build import first_claim, load_yaml, yaml_hostlist
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
-from webhook.fabric.names import expand_hostlist
 
 
 def looks_like(data: object) -> bool:
     return isinstance(data, Mapping) and ("spines" in data or "leaves" in data)
-
-
-def _nodes(value: Any, where: str) -> list[str]:
-    items = value if isinstance(value, list) else [value] if value else []
-    try:
-        return [n for item in items for n in expand_hostlist(str(item))]
-    except ValueError as err:
-        raise SourceError(f"{where}: {err}") from None
 
 
 def _leaves(items: Any, where: str, spine: str | None) -> list[tuple[str, list[str]]]:
@@ -47,7 +38,7 @@ def _leaves(items: Any, where: str, spine: str | None) -> list[tuple[str, list[s
             raise SourceError(f"{where}: leaves[{i}] needs a `name`")
         name = str(leaf["name"])
         leaf_id = f"{spine}.{name}" if spine is not None else name
-        out.append((leaf_id, _nodes(leaf.get("nodes"), f"leaf {leaf_id}")))
+        out.append((leaf_id, list(yaml_hostlist(leaf.get("nodes"), f"leaf {leaf_id}"))))
     return out
 
 

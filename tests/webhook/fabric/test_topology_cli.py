@@ -78,3 +78,122 @@ def test_bad_input_is_one_line_and_exit_2(
     assert main(["topology", "--source", str(src)]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+IB = REF / "ibnetdiscover"
+
+
+def _status_doc(name: str, body: object) -> dict[str, object]:
+    return {
+        "apiVersion": "gpufabric.io/v1alpha1",
+        "kind": "GpuNodeStatus",
+        "metadata": {"name": name},
+        "status": body,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"hcas": 7}, "n1: unreadable GpuNodeStatus: status.hcas: expected a list, got int"),
+        ({"hcas": [{"ports": 3}]}, "status.hcas[0].ports: expected a list, got int"),
+        ({"gpus": 7}, "status.gpus: expected a list, got int"),  # explain's own message
+        (["x"], "status: expected an object, got list"),
+    ],
+)
+def test_a_status_of_the_wrong_shape_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: object, message: str
+) -> None:
+    st = tmp_path / "st.yaml"
+    st.write_text(
+        yaml.safe_dump_all([_status_doc("n0", status(hca("mlx5_0", 0x1))), _status_doc("n1", body)])
+    )
+    assert main(["topology", "--source", str(IB / "psmn-x5.topofile"), "--status", str(st)]) == 2
+    err = capsys.readouterr().err
+    assert f"{st}: " in err and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_repeated_switch_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "topology.conf"
+    conf.write_text(
+        "SwitchName=leaf1 Nodes=a[1-2]\nSwitchName=leaf2 Nodes=b[1-2]\n"
+        "SwitchName=leaf1 Nodes=c[1-2]\nSwitchName=sp Switches=leaf[1-2]\n"
+    )
+    assert main(["topology", "--source", str(conf)]) == 2
+    err = capsys.readouterr().err
+    assert "switch leaf1 is defined twice (line 1 and line 3)" in err and err.count("\n") == 1
+    conf = tmp_path / "topology.yaml"
+    conf.write_text(
+        "- topology: t\n  tree:\n    switches:\n      - {switch: s, nodes: a1}\n      - {switch: s, nodes: a2}\n"
+    )
+    assert main(["topology", "--source", str(conf)]) == 2
+    assert (
+        "switch s is defined twice (topology 't' switches[0] and topology 't' switches[1])"
+        in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ("[1, null, {a: b}]", "leaf l1: nodes[0] is 1, not a node name or hostlist (quote it)"),
+        ("[a1, null]", "leaf l1: nodes[1] is None, not a node name or hostlist"),
+        ("[a1, {a: b}]", "leaf l1: nodes[1] is {'a': 'b'}, not a node name or hostlist"),
+        ("7", "leaf l1: nodes[0] is 7"),
+    ],
+)
+def test_a_node_entry_that_is_not_a_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: str, message: str
+) -> None:
+    src = tmp_path / "nodes.yaml"
+    src.write_text(f"leaves:\n  - name: l1\n    nodes: {nodes}\n")
+    assert main(["topology", "--source", str(src), "-o", "labels"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and err.count("\n") == 1
+
+
+def test_a_leaf_entry_that_is_not_a_mapping_with_a_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "nodes.yaml"
+    src.write_text("leaves:\n  - name: l1\n    nodes: [a1]\n  - 3\n")
+    assert main(["topology", "--source", str(src)]) == 2
+    assert "leaves[1] needs a `name`" in capsys.readouterr().err
+
+
+def test_the_preview_says_which_hcas_it_skipped_and_suggests_status(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # psmn-x5's HCAs keep the firmware's NodeDescription ("MT25408 ConnectX Mellanox Technologies").
+    assert main(["topology", "--source", str(IB / "psmn-x5.topofile")]) == 0
+    out = capsys.readouterr().out
+    assert "skipped 89 cabled HCA(s) whose NodeDescription is not `host device`" in out
+    assert "--status" in out
+    assert "no node's HCA is cabled to a switch" not in out  # they are: only unnamed
+
+
+def test_the_preview_of_named_hcas_skips_none(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topology", "--source", str(IB / "jabl-2-ibm-one-switch.topo")]) == 0
+    assert "skipped" not in capsys.readouterr().out
+
+
+def test_slurm_block_refusal_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "topology",
+        "--source",
+        str(IB / "psmn-x5.topofile"),
+        "--status",
+        str(IB / "psmn-x5.map"),
+    ]
+    assert main([*argv, "-o", "slurm-block", "--slurm-version", "24.11"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+
+
+def test_dash_v_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["-V"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith("gpufabric-webhook 0.")
