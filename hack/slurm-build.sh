@@ -11,6 +11,11 @@
 # about 10 minutes of one core; set JOBS=N to use more.
 set -euo pipefail
 release=${1:-25.05}
+if [[ $release == -h || $release == --help ]]; then
+	sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+fi
+[[ $release =~ ^[0-9][0-9]\.[0-9][0-9]$ ]] || { echo "slurm-build: release X.Y, not '$release'" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${2:-${GPUFABRIC_SLURM_BUILD:-$root/../slurm-build}}
 prefix=$dir/$release
