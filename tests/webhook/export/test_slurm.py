@@ -35,7 +35,7 @@ def test_block_reads_back_into_the_same_leaves_pairs_and_quads() -> None:
     ours = _even()
     text = slurm.block(build(ours))  # the newest release: empty blocks keep the slots
     back = Positions(parse_conf(text))
-    for level in ("leaf", "leaf-pair", "leaf-quad"):
+    for level in ("leaf", "leaf-pair", "leaf-quad", "spine"):  # spine: the top BlockSizes level
         assert _partition(back, level) == _partition(ours, level), level
     assert back.fabric.unplaced == () and back.fabric.problems == ()
     lines = text.splitlines()
