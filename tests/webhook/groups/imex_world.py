@@ -58,6 +58,7 @@ class FakeDomains:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.log: list[tuple[str, str, int]] = []  # (verb, name, patches so far)
         self.serial = 0
+        self.refuse_delete = False  # the API server fails the delete (HTTP 500)
 
     def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         wrong = problems(body)
@@ -74,6 +75,8 @@ class FakeDomains:
         return copy.deepcopy(obj)
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
+        if self.refuse_delete:
+            raise RuntimeError("HTTP 500")
         have = self.objects.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
             del self.objects[(namespace, name)]

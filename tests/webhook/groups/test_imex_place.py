@@ -245,3 +245,45 @@ def test_a_replacement_member_goes_to_a_tray_none_of_its_group_is_on() -> None:
     node = placer.view.promised["uid-team-a-w-01-again"][0]
     assert node not in {nodes[0], nodes[2]}  # though those trays are the tightest fit
     assert [verb for verb, _, _ in domains.log] == ["create"]  # the same ComputeDomain
+
+
+def test_members_of_one_jobset_give_the_jobset_as_owner() -> None:
+    # Each replicated Job's pods have that Job as controller; the JobSet labels them all.
+    api, domains, placer = imex_setup(racks_under_leaves(1))
+    pods = [member(i, 2, owner=("batch/v1", "Job", f"js-w-{i}", f"uid-{i}")) for i in range(2)]
+    for p in pods:
+        p["metadata"]["labels"] |= {
+            "jobset.sigs.k8s.io/jobset-name": "js",
+            "jobset.sigs.k8s.io/jobset-uid": "uid-js",
+        }
+    arrive(api, placer, pods)
+    assert domains.objects[("team-a", "moe")]["metadata"]["ownerReferences"] == [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "uid-js"}
+    ]
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.made, self.deleted, self.left = 0, 0, [0]
+
+    def domain_made(self, created: int, deleted: int) -> None:
+        self.made += created
+        self.deleted += deleted
+
+    def domains_left_over(self, count: int) -> None:
+        self.left.append(count)
+
+
+def test_metrics_count_made_deleted_and_left_over_domains() -> None:
+    api, domains, placer = imex_setup(racks_under_leaves(1))
+    placer.imex.metrics = metrics = Counted()
+    arrive(api, placer, [member(0, 1)])
+    domains.refuse_delete = True
+    delete(api, placer, "w-00")
+    assert (metrics.made, metrics.deleted, metrics.left[-1]) == (1, 0, 1)  # left over
+    domains.refuse_delete = False
+    placer.reconcile()  # retried on the next reconcile
+    assert (metrics.deleted, domains.objects) == (1, {})
+    placer.imex.book.event("DELETED", {"metadata": {"name": "moe", "namespace": "team-a"}})
+    placer.reconcile()
+    assert metrics.left[-1] == 0  # gone once the watch says so

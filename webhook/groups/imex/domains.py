@@ -19,6 +19,8 @@ from webhook.groups.imex.names import (
 )
 
 Owner = tuple[str, str, str, str]  # a controller's apiVersion, kind, name, uid
+JOBSET_NAME, JOBSET_UID = "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/jobset-uid"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,13 @@ def claimed_templates(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def controller_of(meta: Mapping[str, Any]) -> Owner | None:
-    """The pod's controller (the ownerReference with controller: true), if any."""
+    """What owns the pod's workload: its JobSet (whose child Jobs are the pods' controllers; the
+    pods carry its name and UID as labels), else its controller (the ownerReference with
+    controller: true: a Job, MPIJob, PyTorchJob ...), if any."""
+    labels = meta.get("labels") or {}
+    name, uid = labels.get(JOBSET_NAME), labels.get(JOBSET_UID)
+    if isinstance(name, str) and isinstance(uid, str) and name and uid:
+        return JOBSET_API, "JobSet", name, uid
     refs = meta.get("ownerReferences")
     for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
