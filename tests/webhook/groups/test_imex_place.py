@@ -287,3 +287,12 @@ def test_metrics_count_made_deleted_and_left_over_domains() -> None:
     placer.imex.book.event("DELETED", {"metadata": {"name": "moe", "namespace": "team-a"}})
     placer.reconcile()
     assert metrics.left[-1] == 0  # gone once the watch says so
+
+
+def test_a_users_compute_domain_that_declares_the_groups_template_name_is_the_users() -> None:
+    api, domains, placer = imex_setup(racks_under_leaves(2))
+    placer.imex.book.event("ADDED", domains.user_made("team-a", "mine", "moe-imex-channel"))
+    arrive(api, placer, [member(i, 4, mode=None, template="moe-imex-channel") for i in range(4)])
+    assert len(set(promised_nodes(placer, 4))) == 4  # one a tray: placed as required
+    assert domains.log == []  # nothing made
+    assert "ComputeDomain mine (template moe-imex-channel)" in events(api, "GroupPlaced")[0]

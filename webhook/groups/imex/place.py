@@ -72,8 +72,8 @@ class Imex:
         if mode is None and not claimed:
             return None
         own = template_name(key[1])
-        user = self.book.declaring(key[0], sorted(claimed - {own}))
-        if user is not None:  # the user's ComputeDomain: placed as required, nothing made
+        user = self.book.declaring(key[0], sorted(claimed))
+        if user is not None and user.group != key[1]:  # not ours: placed as required, no more
             return Need("required", user.name, user.template, True)
         if mode is None or (mode == "preferred" and own not in claimed):
             return None  # preferred on a cluster without the CRD: nothing was injected
