@@ -19,17 +19,18 @@ from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN, CLAIM, template_name
 from webhook.groups.imex.place import Imex
 from webhook.groups.placer import Placer, Rejected
 
-CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"
+CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
+CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes
 JOB = ("batch/v1", "Job", "train", "uid-job-train")
 
 
-def schema() -> dict[str, Any]:
-    return crd_schema(CRD, "v1beta1")
+def schema(crd: str = CRD) -> dict[str, Any]:
+    return crd_schema(crd, "v1beta1")
 
 
-def problems(obj: Mapping[str, Any]) -> list[str]:
+def problems(obj: Mapping[str, Any], crd: str = CRD) -> list[str]:
     """Why kube-apiserver would refuse to create this ComputeDomain (schema, then CEL)."""
-    s = schema()
+    s = schema(crd)
     found = [e.message for e in jsonschema.Draft7Validator(s).iter_errors(obj)]
     return found + cel_failures(obj, s)
 

@@ -73,22 +73,35 @@ class KubeDomainApi:
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.objects = client.CustomObjectsApi(api_client)
+        self.num_nodes = False  # the CRD requires spec.numNodes (the driver before v0.4.0)
 
     def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Created without numNodes; where the CRD requires it (v25.3-v25.12: HTTP 422 naming
+        it), with numNodes 0, which there means the same (IMEXDaemonsWithDNSNames, on by
+        default since v25.8: the daemons start without waiting for their peers)."""
         try:
-            made: Any = self.objects.create_namespaced_custom_object(
-                CD_GROUP,
-                CD_VERSION,
-                namespace,
-                CD_PLURAL,
-                dict(body),
-                field_manager=PLACER_FIELD_MANAGER,
-                _request_timeout=_WRITE_TIMEOUT,
-            )
+            return self._create(namespace, body)
         except ApiException as err:
+            if err.status == 422 and "numNodes" in str(err.body) and not self.num_nodes:
+                self.num_nodes = True
+                return self.create_domain(namespace, body)
             if err.status in (403, 404, 409, 422):  # the next reconcile tries again
                 raise Rejected(f"computedomain {namespace}: HTTP {err.status}") from err
             raise
+
+    def _create(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        sent = dict(body)
+        if self.num_nodes:
+            sent["spec"] = {**body["spec"], "numNodes": 0}
+        made: Any = self.objects.create_namespaced_custom_object(
+            CD_GROUP,
+            CD_VERSION,
+            namespace,
+            CD_PLURAL,
+            sent,
+            field_manager=PLACER_FIELD_MANAGER,
+            _request_timeout=_WRITE_TIMEOUT,
+        )
         return dict(made)
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
