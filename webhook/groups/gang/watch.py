@@ -36,7 +36,7 @@ def partly_words(
     group: str, b: Binding, rec: PodRecord, waited: float, after: float, deleted: bool
 ) -> str:
     """GroupPartlyBound's message on one unbound member."""
-    said = rec.unschedulable or "no PodScheduled message yet"
+    said = f'"{rec.unschedulable}"' if rec.unschedulable else "no PodScheduled message yet"
     text = (
         f"group {group}: {len(b.bound)} of {b.size} members bound, this one still not "
         f"{waited:.0f} s after the group was ungated (bound: {after:.0f} s); kube-scheduler: {said}"

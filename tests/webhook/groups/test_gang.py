@@ -1,0 +1,305 @@
+"""Native gangs (PodGroup gpufabric-<group>), nominatedNodeName in the placer's view, and the
+partly-bound watch, one behaviour at a time (bursts: test_gang_burst.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.webhook.groups.burst_world import GangApi, admitted, member
+from tests.webhook.groups.fabric import fabric, gpu_pod
+from webhook.groups.admit import admit_group
+from webhook.groups.capacity import CapacityView
+from webhook.groups.gang.admit import gang_ops
+from webhook.groups.gang.names import podgroup_name
+from webhook.groups.gang.place import Gang
+from webhook.groups.gang.podgroups import pod_group
+from webhook.groups.placer import Placer
+from webhook.groups.slim import slim_pod
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "schedulers"
+
+
+def paths(obj: Any, at: str = "") -> set[str]:
+    """Every path to a leaf (list items as [])."""
+    if isinstance(obj, dict):
+        out = set()
+        for k, v in obj.items():
+            out |= paths(v, f"{at}.{k}")
+        return out
+    if isinstance(obj, list):
+        return set().union(*(paths(v, f"{at}[]") for v in obj)) if obj else {at}
+    return {at}
+
+
+def fixture(name: str) -> Any:
+    return yaml.safe_load((FIXTURES / name).read_text())
+
+
+# -- what gpufabric writes is what Kubernetes 1.36 reads ----------------------------------------
+def test_the_podgroup_and_the_pods_field_use_the_1_36_field_names() -> None:
+    made = pod_group("ns", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "uid-1"))
+    assert paths(made) <= paths(fixture("k8s-v1alpha2-podgroup-roundtrip.yaml")) | {
+        ".metadata.labels.gpufabric.io/group",
+        ".metadata.labels.app.kubernetes.io/managed-by",
+    } - {".metadata.labels.labelsKey"}
+    assert made["apiVersion"] == "scheduling.k8s.io/v1alpha2" and made["kind"] == "PodGroup"
+    assert made["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    pod = admitted(member("g", 0, 4), native=True)
+    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "gpufabric-g"}
+    assert ".spec.schedulingGroup.podGroupName" in paths(fixture("k8s-v1-pod-roundtrip-1.36.yaml"))
+
+
+# -- admission ---------------------------------------------------------------------------------
+def test_a_member_names_its_groups_podgroup_only_where_podgroups_are_served() -> None:
+    pod = member("g", 0, 4)
+    served = admit_group(pod, "CREATE", native_gang=True).ops
+    assert {
+        "op": "add",
+        "path": "/spec/schedulingGroup",
+        "value": {"podGroupName": "gpufabric-g"},
+    } in served
+    assert not [o for o in admit_group(pod, "CREATE").ops if "schedulingGroup" in o["path"]]
+    # without a placer nothing would make the PodGroup: nothing is named
+    ops = admit_group(pod, "CREATE", placer=False, native_gang=True).ops
+    assert not [o for o in ops if "schedulingGroup" in o["path"]]
+
+
+@pytest.mark.parametrize(
+    ("spec", "group", "ops"),
+    [
+        ({"schedulingGroup": {"podGroupName": "mine"}}, "g", []),  # the user's own: kept
+        ({"schedulingGroup": {"podGroupName": "gpufabric-g"}}, "g", []),  # reinvocation
+        (
+            {"schedulingGroup": {}},
+            "g",
+            [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": "gpufabric-g"}],
+        ),
+        ({}, "Upper_Case", []),  # a label value that makes no object name: no native gang
+    ],
+    ids=["users-own", "reinvoked", "empty-group", "invalid-name"],
+)
+def test_gang_ops(spec: dict[str, Any], group: str, ops: list[dict[str, Any]]) -> None:
+    assert gang_ops({"spec": spec}, group) == ops
+
+
+def test_podgroup_names() -> None:
+    assert podgroup_name("llama-70b.run1") == "gpufabric-llama-70b.run1"
+    assert podgroup_name("Llama") is None
+    assert podgroup_name("a_b") is None
+
+
+def test_slim_keeps_what_the_watch_and_the_view_read() -> None:
+    pod = member("g", 0, 4)
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "gpufabric-g"}
+    pod["status"] = {
+        "phase": "Pending",
+        "nominatedNodeName": "node-0003",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "message": "0/8 nodes are available"},
+            {"type": "Other", "status": "True"},
+        ],
+    }
+    slim = slim_pod(pod)
+    assert slim["spec"]["schedulingGroup"] == {"podGroupName": "gpufabric-g"}
+    assert slim["status"]["nominatedNodeName"] == "node-0003"
+    assert [c["type"] for c in slim["status"]["conditions"]] == ["PodScheduled"]
+
+
+# -- the placer makes the PodGroup before the first gate goes, deletes it after the last pod ---
+def native_placer(served: bool = True) -> tuple[GangApi, Placer]:
+    api = GangApi()
+    gang = Gang(api, clock=lambda: api.now)
+    gang.book.set_served(served)
+    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    placer.nodes_listed(fabric(16))
+    placer.pods_listed([])
+    return api, placer
+
+
+def arrive(api: GangApi, placer: Placer, pod: dict[str, Any]) -> None:
+    placer.pod_event("ADDED", api.create(pod))
+    placer.reconcile()
+
+
+def test_the_podgroup_exists_before_any_member_is_ungated_and_goes_after_the_last() -> None:
+    api, placer = native_placer()
+    for i in range(4):
+        arrive(api, placer, admitted(member("g", i, 4), native=True))
+    assert api.log[0] == ("podgroup", "gpufabric-g")
+    assert [k for k, _ in api.log[1:]] == ["patch"] * 4
+    (pg,) = api.podgroups.values()
+    assert pg["spec"]["schedulingPolicy"]["gang"]["minCount"] == 4
+    assert pg["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "g", "uid": "job-g"}
+    ]
+    for obj in list(api.pods.values())[:3]:
+        placer.pod_event("DELETED", obj)
+        placer.reconcile()
+        assert api.podgroups  # members left: kept
+    placer.pod_event("DELETED", list(api.pods.values())[3])
+    placer.reconcile()
+    assert not api.podgroups and api.log[-1] == ("podgroup-deleted", "gpufabric-g")
+
+
+def test_members_naming_our_podgroup_wait_where_podgroups_are_not_served() -> None:
+    api, placer = native_placer(served=False)
+    for i in range(2):
+        arrive(api, placer, admitted(member("g", i, 2), native=True))
+    assert api.patches == [] and not api.podgroups
+    assert "serves no podgroups.scheduling.k8s.io/v1alpha2" in placer.waiting[("burst", "g")]
+
+
+def test_a_group_naming_the_users_podgroup_gets_none_of_ours() -> None:
+    api, placer = native_placer()
+    for i in range(2):
+        pod = member("g", i, 2)
+        pod["spec"]["schedulingGroup"] = {"podGroupName": "mine"}
+        arrive(api, placer, admitted(pod, native=True))
+    assert len(api.patches) == 2 and not api.podgroups
+
+
+# -- nominatedNodeName -------------------------------------------------------------------------
+def test_a_nomination_takes_its_room_and_replaces_the_placers_own_promise() -> None:
+    view = CapacityView()
+    view.replace_nodes(fabric(2))
+    view.promise("p", "node-0000", 8)
+    assert (view.free("node-0000"), view.free("node-0001")) == (0, 8)
+    view.put_pod("p", "", 8, False, nominated="node-0001")  # one pod, one place
+    assert (view.free("node-0000"), view.free("node-0001")) == (8, 0)
+    view.put_pod("p", "", 8, False)  # nomination cleared: the promise counts again
+    assert (view.free("node-0000"), view.free("node-0001")) == (0, 8)
+    view.put_pod("q", "", 4, False, nominated="node-0001")
+    view.put_pod("q", "node-0001", 4, True)  # bound where nominated: counted once
+    assert view.free("node-0001") == 4
+    view.delete_pod("q")
+    view.delete_pod("p")
+    assert (view.free("node-0000"), view.free("node-0001")) == (8, 8)
+
+
+def test_a_group_is_not_ungated_into_room_the_scheduler_keeps_for_a_nominated_pod() -> None:
+    api, placer = native_placer(served=False)
+    for i in range(16):  # everything busy but node-0001 and leaf-1 (nodes 4-7)
+        if i != 1 and not 4 <= i <= 7:
+            placer.pod_event(
+                "ADDED", api.create(gpu_pod(f"busy-{i}", 8, node_name=f"node-{i:04d}"))
+            )
+    pending = gpu_pod("preemptor", 8, namespace="other")
+    pending["status"]["nominatedNodeName"] = "node-0005"
+    placer.pod_event("ADDED", api.create(pending))
+    for i in range(4):
+        arrive(api, placer, admitted(member("h", i, 4, level="leaf"), native=False))
+    assert api.patches == []  # leaf-1 has room for 3: the fourth node is kept for the preemptor
+    assert ("burst", "h") in placer.waiting
+    pending = api.get("preemptor", "other")
+    pending["spec"]["nodeName"] = "node-0001"  # bound elsewhere after all: its nomination ends
+    pending["status"] = {"phase": "Running"}
+    placer.pod_event("MODIFIED", pending)
+    placer.reconcile()
+    assert len(api.patches) == 4
+    assert (
+        api.get("h-0", "burst")["metadata"]["annotations"]["gpufabric.io/placement"]
+        == "leaf=leaf-1"
+    )
+
+
+# -- the partly-bound watch ----------------------------------------------------------------------
+class Recorded:
+    def __init__(self) -> None:
+        self.gauge: list[int] = []
+        self.bound: list[float] = []
+
+    def partly_bound(self, groups: int) -> None:
+        self.gauge.append(groups)
+
+    def all_bound(self, seconds: float) -> None:
+        self.bound.append(seconds)
+
+
+def watched(job: bool) -> tuple[GangApi, Placer, Recorded]:
+    api = GangApi()
+    metrics = Recorded()
+    gang = Gang(api, metrics, clock=lambda: api.now)
+    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    placer.nodes_listed(fabric(16))
+    placer.pods_listed([])
+    for i in range(4):
+        arrive(api, placer, admitted(member("g", i, 4, level="leaf", job=job), native=False))
+    return api, placer, metrics
+
+
+def bind(api: GangApi, placer: Placer, name: str, node: str) -> None:
+    pod = api.pods[("burst", name)]
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": "Running"}
+    placer.pod_event("MODIFIED", pod)
+
+
+def unschedulable(api: GangApi, placer: Placer, name: str) -> None:
+    pod = api.pods[("burst", name)]
+    text = "0/16 nodes are available: 12 node(s) didn't match Pod's node affinity/selector, 4 Insufficient nvidia.com/gpu."
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": text}
+        ],
+    }
+    placer.pod_event("MODIFIED", pod)
+
+
+def test_members_left_unbound_past_the_bound_are_reported_and_evicted_to_come_back() -> None:
+    api, placer, metrics = watched(job=True)
+    for i in range(3):
+        bind(api, placer, f"g-{i}", f"node-000{i}")
+    unschedulable(api, placer, "g-3")
+    api.now = 59.0
+    placer.reconcile()
+    assert (
+        not [e for e in api.events if e[1] == "GroupPartlyBound"]
+        and ("evict", "g-3") not in api.log
+    )
+    api.now = 60.0
+    placer.reconcile()
+    (event,) = [e for e in api.events if e[1] == "GroupPartlyBound"]
+    assert event[0] == "g-3" and "3 of 4 members bound" in event[2]
+    assert "4 Insufficient nvidia.com/gpu" in event[2] and "Job g" in event[2]
+    assert ("evict", "g-3") in api.log and ("burst", "g-3") not in api.pods
+    assert metrics.gauge == [1]
+    # the Job makes it again: gated, then seated inside the group's leaf and ungated
+    for p in api.gone:
+        placer.pod_event("DELETED", p)
+    placer.reconcile()
+    again = member("g", 3, 4, level="leaf")
+    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
+    arrive(api, placer, admitted(again, native=False))
+    new = api.get("g-3x", "burst")
+    assert not new["spec"]["schedulingGates"]
+    assert new["metadata"]["annotations"]["gpufabric.io/placement"] == "leaf=leaf-0"
+    assert metrics.gauge == [1, 0]
+    bind(api, placer, "g-3x", "node-0003")
+    api.now = 61.5
+    placer.reconcile()
+    assert metrics.bound == [pytest.approx(1.5)]  # from its (latest) ungating to all bound
+
+
+def test_a_bare_pod_is_only_reported_once() -> None:
+    api, placer, metrics = watched(job=False)
+    for i in range(3):
+        bind(api, placer, f"g-{i}", f"node-000{i}")
+    for t in (60.0, 70.0, 200.0):
+        api.now = t
+        placer.reconcile()
+    (event,) = [e for e in api.events if e[1] == "GroupPartlyBound"]
+    assert "a bare pod" in event[2] and "no PodScheduled message yet" in event[2]
+    assert ("burst", "g-3") in api.pods and not [k for k, _ in api.log if k == "evict"]
+    assert metrics.gauge == [1]
+
+
+def test_a_gang_nothing_of_which_is_bound_is_not_partly_bound() -> None:
+    api, placer, metrics = watched(job=True)
+    api.now = 500.0
+    placer.reconcile()
+    assert not [e for e in api.events if e[1] == "GroupPartlyBound"] and metrics.gauge == []
