@@ -149,6 +149,7 @@ def test_a_member_claiming_a_users_compute_domain_gets_nothing_injected() -> Non
 def test_a_lone_pod_of_a_users_compute_domain_is_held_to_one_nvlink_domain() -> None:
     cd, worker = demo()  # no gpufabric.io annotation at all: what the driver's demo writes
     out = admitted(worker, state(domains=[cd]))
+    assert LABEL_POD_DOMAIN == "gpufabric.io/compute-domain-uid"  # not the annotation's key
     assert out["metadata"]["labels"][LABEL_POD_DOMAIN] == "cd-uid-demo"
     assert out["spec"]["affinity"]["podAffinity"][AFFINITY] == [
         {

@@ -25,7 +25,7 @@ LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
 MANAGER: Final = "gpufabric-placer"
 # On a pod outside any group that claims a user-made ComputeDomain's channel: the UID of that
 # ComputeDomain, which the pod's required pod affinity selects.
-LABEL_POD_DOMAIN: Final = "gpufabric.io/compute-domain"
+LABEL_POD_DOMAIN: Final = "gpufabric.io/compute-domain-uid"
 
 
 def template_name(group: str) -> str:
