@@ -278,11 +278,49 @@ def test_members_left_unbound_past_the_bound_are_reported_and_evicted_to_come_ba
     new = api.get("g-3x", "burst")
     assert not new["spec"]["schedulingGates"]
     assert new["metadata"]["annotations"]["gpufabric.io/placement"] == "leaf=leaf-0"
-    assert metrics.gauge == [1, 0]
     bind(api, placer, "g-3x", "node-0003")
     api.now = 61.5
     placer.reconcile()
     assert metrics.bound == [pytest.approx(1.5)]  # from its (latest) ungating to all bound
+    assert metrics.gauge == [1, 0]
+
+
+def test_a_gang_whose_evicted_member_finds_no_room_again_is_released_whole() -> None:
+    api, placer, metrics = watched(job=True)
+    assert metrics.gauge == []
+    for i in range(3):
+        bind(api, placer, f"g-{i}", f"node-000{i}")
+    # another pod takes the fourth node of leaf-0 (the scheduler gave it the room)
+    placer.pod_event("ADDED", api.create(gpu_pod("other", 8, namespace="x", node_name="node-0003")))
+    api.now = 60.0
+    placer.reconcile()
+    for p in api.gone:
+        placer.pod_event("DELETED", p)
+    api.gone = []
+    again = member("g", 3, 4, level="leaf")
+    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
+    arrive(api, placer, admitted(again, native=False))
+    assert api.get("g-3x", "burst")["spec"]["schedulingGates"]  # leaf-0 is full
+    api.now = 119.0
+    placer.reconcile()
+    assert [n for k, n in api.log if k == "evict"] == ["g-3"]
+    api.now = 120.0
+    placer.reconcile()
+    assert sorted(n for k, n in api.log if k == "evict") == ["g-0", "g-1", "g-2", "g-3"]
+    told = [t for n, r, t in api.events if r == "GroupPartlyBound" and n == "g-0"]
+    assert told and "released whole" in told[0] and "leaf=leaf-0" in told[0]
+    assert metrics.gauge == [1]  # partly bound from 60 s to the release
+    for p in api.gone:  # the Job makes them again: the gang is placed anew, all of it
+        placer.pod_event("DELETED", p)
+        again = member("g", int(p["metadata"]["name"][2]), 4, level="leaf")
+        again["metadata"] |= {
+            "name": f"{p['metadata']['name']}y",
+            "uid": f"{p['metadata']['uid']}y",
+        }
+        arrive(api, placer, admitted(again, native=False))
+    pods = [api.get(f"g-{i}y", "burst") for i in range(3)] + [api.get("g-3x", "burst")]
+    assert not any(p["spec"]["schedulingGates"] for p in pods)
+    assert {p["metadata"]["annotations"]["gpufabric.io/placement"] for p in pods} == {"leaf=leaf-1"}
 
 
 def test_a_bare_pod_is_only_reported_once() -> None:

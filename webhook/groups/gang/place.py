@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_PLURAL, podgroup_name
 from webhook.groups.gang.podgroups import Book, Made, pod_group
-from webhook.groups.gang.watch import Binding, binding, partly_words
+from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
 from webhook.groups.records import PodRecord, pod_ref
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ class Gang:
         self.since: dict[GroupKey, float] = {}  # last ungating of a group not all bound yet
         self.partly: set[GroupKey] = set()  # partly bound past the bound, at the last tick
         self.told: set[str] = set()  # members reported (and deleted where they come back)
+        self.recovering: dict[GroupKey, float] = {}  # groups whose unbound members we evicted
         self._scan_at = 0.0
 
     # -- before ungating ---------------------------------------------------------------------
@@ -96,13 +97,15 @@ class Gang:
         if synced:
             self._sweep(groups)
         now = self.clock()
-        keys = set(self.since)
+        keys = set(self.since) | self.recovering.keys()
         if now >= self._scan_at:
             keys |= groups.keys()
             self._scan_at = now + SCAN_EVERY
         partly = set()
         for key in keys:
             b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
+            if self._stuck(key, b, now):
+                partly.add(key)
             if not b.unbound:
                 start = self.since.pop(key, None)
                 if start is not None and b.size and len(b.bound) >= b.size and self.metrics:
@@ -118,6 +121,33 @@ class Gang:
         self.partly = partly
         self.told &= pods.keys()
 
+    def _stuck(self, key: GroupKey, b: Binding, now: float) -> bool:
+        """A group whose evicted members came back but cannot be seated in its domain (their
+        room went to other pods): after the same bound, its bound members are evicted too, so
+        the whole gang comes back and is placed again (all or nothing: none left holding nodes
+        for a gang that cannot run). True while it is partly bound that way."""
+        start = self.recovering.get(key)
+        if start is None:
+            return False
+        if not b.bound or not b.missing:
+            del self.recovering[key]  # placed again, or seated: the watch goes on as usual
+            return False
+        if now - start < self.after:
+            return True
+        del self.recovering[key]
+        assert self.api is not None  # noqa: S101 - recovering implies an API
+        for rec in b.bound:
+            if rec.owner is None:
+                continue  # a bare pod: nothing would make it again
+            try:
+                self.api.delete_pod(rec.namespace, rec.name, rec.uid)
+            except Exception:  # noqa: BLE001 - e.g. a PodDisruptionBudget: reported, not retried
+                log.warning("partly bound member not released", extra={"pod": rec.name})
+                continue
+            text = released_words(key[1], b, rec, now - start)
+            self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
+        return True
+
     def _recover(self, key: GroupKey, b: Binding, rec: PodRecord, waited: float) -> None:
         if rec.uid in self.told or self.api is None:
             return
@@ -131,6 +161,8 @@ class Gang:
         text = partly_words(key[1], b, rec, waited, self.after, deleted)
         self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
         self.told.add(rec.uid)
+        if deleted:
+            self.recovering.setdefault(key, self.clock())
 
     def _sweep(self, groups: Mapping[GroupKey, object]) -> None:
         """Delete our PodGroups whose group has no pod left."""

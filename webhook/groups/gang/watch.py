@@ -11,11 +11,18 @@ from webhook.groups.records import PodRecord
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """A group's ungated members: bound ones and the ones kube-scheduler has not bound yet."""
+    """A group's ungated members: bound ones and the ones kube-scheduler has not bound yet;
+    and how many members are still gated (replacements the placer has not seated yet)."""
 
     size: int
     bound: tuple[PodRecord, ...]
     unbound: tuple[PodRecord, ...]
+    gated: int = 0
+
+    @property
+    def missing(self) -> int:
+        """Members gated or not made again yet."""
+        return max(0, self.size - len(self.bound) - len(self.unbound))
 
     @property
     def partly(self) -> bool:
@@ -29,6 +36,7 @@ def binding(recs: Sequence[PodRecord]) -> Binding:
         size,
         tuple(r for r in ungated if r.node),
         tuple(sorted((r for r in ungated if not r.node), key=lambda r: r.name)),
+        sum(1 for r in recs if r.member and r.gated),
     )
 
 
@@ -49,4 +57,14 @@ def partly_words(
     return (
         f"{text}; a bare pod (no controller would make it again): not deleted, the group holds "
         f"{len(b.bound)} nodes and runs nothing; delete it or the group"
+    )
+
+
+def released_words(group: str, b: Binding, rec: PodRecord, waited: float) -> str:
+    """GroupPartlyBound's message on a bound member evicted to release its gang whole."""
+    return (
+        f"group {group}: its {b.missing} evicted member(s) found no room again in "
+        f"{rec.placement or 'the group domain'} {waited:.0f} s after the unbound ones were "
+        f"evicted; released whole so the placer places it again: evicted, its controller "
+        f"{rec.owner[1] if rec.owner else ''} {rec.owner[2] if rec.owner else ''} makes it again"
     )
