@@ -7,11 +7,13 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from agent.assemble import Options
 from agent.gather import Snapshot
 from agent.host import DiskTree, HostReader
 from agent.nvml import SnapshotNvml
 from agent.probe import ProbeConfig, probe_node
 from tests.agent.test_host_reader import GPU, build_host, probe_json
+from tests.conftest import FIXED_NOW
 
 
 class CountingTree(DiskTree):
@@ -38,13 +40,15 @@ def test_one_pass_checks_each_entry_and_reads_each_link_once(
     tree = CountingTree(snap.root)
     reader = HostReader(tree=tree)
     nvml, cfg = SnapshotNvml(snap.nvml), ProbeConfig()
-    first = probe_node(reader, nvml, cfg)
+    # One clock for both passes: the default (now) differs when they straddle a second.
+    opts = Options(now=FIXED_NOW)
+    first = probe_node(reader, nvml, cfg, opts)
     # 80 PCI functions, 12 HCAs, 8 NVMe: the links are crossed by many paths (class, vendor,
     # device/net, ...), the directories of their targets by more.
     assert len(tree.links) >= 100
     assert max(tree.kinds.values()) == 1, tree.kinds.most_common(3)
     assert max(tree.links.values()) == 1, tree.links.most_common(3)
-    second = probe_node(reader, nvml, cfg)
+    second = probe_node(reader, nvml, cfg, opts)
     assert second == first
     # Nothing carried over: the second pass looked at every entry and link again.
     assert set(tree.kinds.values()) == {2}
