@@ -106,6 +106,8 @@ class Scheduler:
     ghosts: list[tuple[float, str, int]] = field(default_factory=list)  # (until, node, GPUs)
     ready: dict[str, float] = field(default_factory=dict)  # uid -> first try
     parked: set[str] = field(default_factory=set)
+    admits: dict[str, tuple[str, ...]] = field(default_factory=dict)  # uid -> nodes (fixed once
+    # ungated: affinity cannot change then)
 
     def deleted(self, pod: Pod, now: float) -> None:
         node = pod["spec"].get("nodeName")
@@ -173,12 +175,11 @@ class Scheduler:
         trial, picks = dict(used), []
         for p in pods:
             g = _gpus(p)
-            fits, matching = [], 0
-            for n, labels in self.nodes.items():
-                if pod_admits(p, labels, n):
-                    matching += 1
-                    if self.gpus - trial[n] >= g:
-                        fits.append(n)
+            uid = p["metadata"]["uid"]
+            if uid not in self.admits:
+                self.admits[uid] = tuple(n for n, x in self.nodes.items() if pod_admits(p, x, n))
+            matching = len(self.admits[uid])
+            fits = [n for n in self.admits[uid] if self.gpus - trial[n] >= g]
             if not fits:
                 for q in pods:
                     self._unschedulable(q, len(self.nodes) - matching, matching)
@@ -241,6 +242,8 @@ class World:
         after: float = 60.0,
         lag: tuple[float, float] = (0.5, 4.0),
         delay: tuple[float, float] = (0.0, 2.0),
+        leaf: int = 4,
+        spine_leaves: int = 16,
     ) -> None:
         self.now = 0.0
         self.rng = random.Random(seed)
@@ -249,7 +252,7 @@ class World:
         self.gang = Gang(self.api, clock=lambda: self.now, after=after)
         self.gang.book.set_served(native)
         self.placer = Placer(self.api, clock=lambda: self.now, gang=self.gang)
-        objs = fabric(nodes)
+        objs = fabric(nodes, leaf=leaf, spine_leaves=spine_leaves)
         self.placer.nodes_listed(objs)
         labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objs}
         self.scheduler = Scheduler(self.api, labels, self.rng, delay, lag, native)
@@ -288,7 +291,7 @@ class World:
             self.placer.pod_event("DELETED", p)
             self.scheduler.deleted(p, self.now)
             name = p["metadata"].get("labels", {}).get("burst.test/member", p["metadata"]["name"])
-            if name in self.templates and not p["spec"].get("nodeName"):
+            if name in self.templates:  # a member evicted: its Job makes it again
                 tries = sum(1 for _, n, _ in self.again if n == name) + 1
                 self.again.append((self.now + 1.0, name, tries))
         self.api.gone = []
@@ -303,8 +306,10 @@ class World:
             pod["metadata"]["labels"]["burst.test/member"] = name
             self.placer.pod_event("ADDED", self.api.create(admitted(pod, self.native)))
 
-    def run(self, until: float, step: float = 0.25) -> None:
-        while self.now < until:
+    def run(
+        self, until: float, step: float = 0.25, done: Callable[[], bool] = lambda: False
+    ) -> None:
+        while self.now < until and not done():
             self._remake()
             self.placer.reconcile()
             self._feed()

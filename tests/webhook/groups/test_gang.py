@@ -301,10 +301,10 @@ def test_a_gang_whose_evicted_member_finds_no_room_again_is_released_whole() -> 
     again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
     arrive(api, placer, admitted(again, native=False))
     assert api.get("g-3x", "burst")["spec"]["schedulingGates"]  # leaf-0 is full
-    api.now = 119.0
+    api.now = 74.0  # the placer has said for 14 s that g-3x finds no room in leaf-0
     placer.reconcile()
     assert [n for k, n in api.log if k == "evict"] == ["g-3"]
-    api.now = 120.0
+    api.now = 75.0  # RELEASE_AFTER
     placer.reconcile()
     assert sorted(n for k, n in api.log if k == "evict") == ["g-0", "g-1", "g-2", "g-3"]
     told = [t for n, r, t in api.events if r == "GroupPartlyBound" and n == "g-0"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +27,11 @@ from webhook.groups.records import PodRecord, pod_ref
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]
 SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
+# After evicting a group's unbound members: how long the placer may say their remade pods wait
+# (no room in the group's domain) before the whole gang is released. Long enough for their
+# controller to make them again and for the placer to decide; a preemption in the domain that
+# takes longer loses to the release, and the gang is placed anew.
+RELEASE_AFTER = 15.0
 SERVED = f"{PG_PLURAL}.scheduling.k8s.io/v1alpha2"
 
 
@@ -92,8 +97,10 @@ class Gang:
         groups: Mapping[GroupKey, set[str]],
         pods: Mapping[str, PodRecord],
         synced: bool,
+        waiting: Container[GroupKey] = (),
     ) -> None:
-        """`synced`: the pods are listed (a group without pods is truly gone)."""
+        """`synced`: the pods are listed (a group without pods is truly gone); `waiting`: the
+        groups the placer could not seat at its last try."""
         if synced:
             self._sweep(groups)
         now = self.clock()
@@ -104,7 +111,7 @@ class Gang:
         partly = set()
         for key in keys:
             b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
-            if self._stuck(key, b, now):
+            if self._stuck(key, b, now, key in waiting):
                 partly.add(key)
             if not b.unbound:
                 start = self.since.pop(key, None)
@@ -121,9 +128,10 @@ class Gang:
         self.partly = partly
         self.told &= pods.keys()
 
-    def _stuck(self, key: GroupKey, b: Binding, now: float) -> bool:
+    def _stuck(self, key: GroupKey, b: Binding, now: float, waits: bool) -> bool:
         """A group whose evicted members came back but cannot be seated in its domain (their
-        room went to other pods): after the same bound, its bound members are evicted too, so
+        room went to other pods): once the placer has said so for RELEASE_AFTER seconds (else
+        after the same bound as before), its bound members are evicted too, so
         the whole gang comes back and is placed again (all or nothing: none left holding nodes
         for a gang that cannot run). True while it is partly bound that way."""
         start = self.recovering.get(key)
@@ -132,7 +140,7 @@ class Gang:
         if not b.bound or not b.missing:
             del self.recovering[key]  # placed again, or seated: the watch goes on as usual
             return False
-        if now - start < self.after:
+        if now - start < (min(RELEASE_AFTER, self.after) if waits else self.after):
             return True
         del self.recovering[key]
         assert self.api is not None  # noqa: S101 - recovering implies an API
