@@ -4,7 +4,8 @@ Kept current incrementally from Node and Pod events (placer.py). A node counts o
 Ready, schedulable and not fabric-degraded; its taints are checked per pod (selector.py). Used GPUs
 are the requests of every non-terminal pod bound to the node, plus the GPUs promised to group
 members that the placer ungated but the scheduler has not bound yet, so that two groups are
-never promised the same free GPUs.
+never promised the same free GPUs, plus the GPUs of pending pods the scheduler nominated to a node
+(status.nominatedNodeName: it keeps their room there).
 """
 
 from __future__ import annotations
