@@ -13,7 +13,6 @@ CLAIM_PLURAL: Final = "gpuclaims"
 
 AGENT_FIELD_MANAGER: Final = "gpufabric-agent"
 LABELER_FIELD_MANAGER: Final = "gpufabric-labeler"
-WEBHOOK_NAME: Final = "gpufabric-webhook"
 DEFAULT_NAMESPACE: Final = "gpufabric-system"
 
 # Node labels (only the labeler writes them).

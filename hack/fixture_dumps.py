@@ -21,7 +21,6 @@ class LspciDev:
     desc: str
     numa: int | None = None
     secondary: int | None = None
-    primary: int | None = None
     speed: str = ""
     width: int = 0
     cap_speed: str = ""
@@ -42,7 +41,7 @@ def parse_lspci(text: str) -> dict[str, LspciDev]:
         if m := re.search(r"NUMA node: (\d+)", line):
             cur.numa = int(m.group(1))
         elif m := re.search(r"Bus: primary=([0-9a-f]+), secondary=([0-9a-f]+)", line):
-            cur.primary, cur.secondary = int(m.group(1), 16), int(m.group(2), 16)
+            cur.secondary = int(m.group(2), 16)
         elif m := re.search(r"LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+)", line):
             cur.cap_speed, cur.cap_width = m.group(1), int(m.group(2))
         elif m := re.search(r"LnkSta:\s+Speed ([\d.]+)GT/s.*Width x(\d+)", line):
@@ -81,7 +80,6 @@ def parse_ibstat(text: str) -> dict[str, dict[str, str]]:
 
 STATE = {"Active": "4: ACTIVE", "Down": "1: DOWN", "Initializing": "2: INIT"}
 PHYS = {"LinkUp": "5: LinkUp", "Disabled": "3: Disabled", "Polling": "2: Polling"}
-IB_NAMES = {"InfiniBand": "NDR", "Ethernet": "NDR"}
 
 
 def ib_port(ca: dict[str, str]) -> Port:

@@ -11,6 +11,8 @@ PY=.venv/bin/python
 $PY -m ruff check . || exit 1
 $PY -m ruff format --check . >/dev/null || { echo "ruff format --check failed: run '.venv/bin/ruff format .'" >&2; exit 1; }
 $PY -m mypy || exit 1
+# Dead code: paths and the allow-list of framework-called names are [tool.vulture] in pyproject.
+$PY -m vulture || { echo "unused code above: remove it, or allow a framework name in pyproject" >&2; exit 1; }
 # Tests in parallel, one worker per core (pytest-xdist; `-n 0` as an argument runs them in one
 # process). A .venv made before xdist joined the dev extras runs them in one, and says so.
 if $PY -c "import xdist" 2>/dev/null; then

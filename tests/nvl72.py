@@ -94,10 +94,6 @@ def tray_status(
     }
 
 
-def rack_statuses(rack: int) -> list[dict[str, Any]]:
-    return [tray_status(rack, t) for t in range(TRAYS)]
-
-
 def tray_node(
     rack: int,
     tray: int,

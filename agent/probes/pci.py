@@ -18,8 +18,6 @@ _BDF = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT = re.compile(r"^pci[0-9a-f]{4,}:[0-9a-f]{2}$")
 
 VENDOR_NVIDIA = 0x10DE
-VENDOR_MELLANOX = 0x15B3
-CLASS_BRIDGE_PCI = 0x0604
 CLASS_BRIDGE_OTHER = 0x0680  # NVSwitch presents as "Bridge" (0x068000)
 CLASS_NVME = 0x0108
 
@@ -35,16 +33,8 @@ class PciFunction:
     link_width: int = 0
 
     @property
-    def base_sub(self) -> int:
-        return self.class_code >> 8
-
-    @property
     def is_nvidia_gpu(self) -> bool:
         return self.vendor == VENDOR_NVIDIA and (self.class_code >> 16) == 0x03
-
-    @property
-    def is_nvswitch(self) -> bool:
-        return self.vendor == VENDOR_NVIDIA and self.base_sub == CLASS_BRIDGE_OTHER
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,22 +63,3 @@ def volume() -> dict[str, Any]:
 
 def mount() -> dict[str, Any]:
     return {"name": VOLUME, "mountPath": MOUNT, "readOnly": True}
-
-
-def inject(pod: dict[str, Any], containers: list[dict[str, Any]], policy: str) -> None:
-    """Add the policy annotation, its downwardAPI volume, the mounts and the env (in place)."""
-    meta = pod.setdefault("metadata", {})
-    annotations = meta.get("annotations")
-    if annotations is None:
-        annotations = meta["annotations"] = {}
-    annotations.setdefault(ANNOTATION, policy)
-    volumes = pod.setdefault("spec", {}).setdefault("volumes", [])
-    if not any(v.get("name") == VOLUME for v in volumes):
-        volumes.append(volume())
-    for c in containers:
-        mounts = c.setdefault("volumeMounts", [])
-        if not any(m.get("name") == VOLUME or m.get("mountPath") == MOUNT for m in mounts):
-            mounts.append(mount())
-        env = c.setdefault("env", [])
-        if not any(e.get("name") == ENV for e in env):  # the user's own value always wins
-            env.append({"name": ENV, "value": f"{MOUNT}/{FILE}"})

@@ -165,31 +165,6 @@ def _plan(
     return Plan(tuple(required), tuple(preferred), conds, exprs, terms, query)
 
 
-def matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool | None:
-    """Does a node with these gpufabric labels satisfy expr? None when the key is not ours."""
-    key = str(expr.get("key", ""))
-    if not key.startswith(api.LABEL_PREFIX):
-        return None
-    op = expr.get("operator")
-    values = [str(v) for v in expr.get("values") or []]
-    value = labels.get(key)
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and values:
-        try:
-            have, bound = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if op == "Gt" else have < bound
-    return False
-
-
 def _cond(expr: Any) -> Cond | None:
     """An expression on one of our summary labels in Query form; None for any other key (the
     webhook cannot judge it, so it counts as met: candidates are then a superset, which is the

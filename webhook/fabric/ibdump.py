@@ -166,9 +166,6 @@ class Dump:
         ids = self.ids
         return [int(ids[n][2:], 16) for n in numbers]
 
-    def is_switch(self, number: int) -> bool:
-        return self.id_of(number)[0] == "S"
-
     def switches(self) -> list[int]:
         if self.switch_numbers is not None:
             return self.switch_numbers

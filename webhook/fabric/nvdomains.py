@@ -38,9 +38,6 @@ class NvlinkView:
     domains: tuple[NvlinkDomain, ...] = ()
     unknown: tuple[Unplaced, ...] = ()  # nodes whose GPUs disagree or are still forming
 
-    def in_leaf(self, leaf: str) -> tuple[NvlinkDomain, ...]:
-        return tuple(d for d in self.domains if leaf in d.leaves)
-
 
 def nvlink_view(domains: Mapping[str, nvlink.Domain], positions: Positions) -> NvlinkView:
     """`domains`: node -> its resolved NVLink domain (nodes without one may be left out)."""

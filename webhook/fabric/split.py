@@ -18,7 +18,6 @@ from webhook.fabric.parts import COUNT_ANNOTATION, PART_LABEL, SHA256_ANNOTATION
 # Bytes of one part's value as the API stores it (JSON text of `data`, base64 of `binaryData`):
 # the API refuses a ConfigMap over 1 MiB, and name, labels and annotations need a little room.
 VALUE_BUDGET = 900 * 1024
-GZIP_BUDGET = VALUE_BUDGET // 4 * 3  # raw gzip bytes whose base64 fits VALUE_BUDGET
 _FINISH = 64  # what ending a member adds after a sync flush: an empty final block and the trailer
 _SLACK = 1024  # a block that compresses worse than stored bytes still fits in this much more
 

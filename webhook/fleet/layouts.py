@@ -76,7 +76,7 @@ class Pin:
 
 
 def cond_holds(cond: Cond, values: tuple[str | None, ...]) -> bool:
-    """One expression against one layout, with placement.matches' semantics."""
+    """One expression against one layout, as the scheduler judges a node selector requirement."""
     key, op, wanted = cond
     value = values[KEY_INDEX[key]]
     if op == "In":
@@ -256,18 +256,6 @@ class Fleet:
             entry[1].add(name)
             self._apply(layout, 1)
         return entry[0]
-
-    def add_all(self, names: Iterable[str], layout: Layout) -> None:
-        """add() for many nodes of one layout at once (callers hold `lock`)."""
-        entry = self._members.get(layout)
-        if entry is None:
-            entry = self._members[layout] = (layout, set())
-        before = len(entry[1])
-        entry[1].update(names)
-        if len(entry[1]) > before:
-            self._apply(layout, len(entry[1]) - before)
-        elif not entry[1]:
-            del self._members[layout]
 
     def fill(self, members: Iterable[tuple[Layout, set[str]]]) -> None:
         """Set the nodes of a fleet that has none yet, layout by layout (callers hold `lock`
