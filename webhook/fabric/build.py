@@ -64,7 +64,7 @@ def spines_from_parents(
         ids = natural_sorted(group)
         ups = natural_sorted({p for leaf_id in ids for p in parents.get(leaf_id, ())})
         spines.append(Spine(ups[0] if ups else ids[0], tuple(ups), tuple(by_id[i] for i in ids)))
-    return tuple(sorted(spines, key=lambda s: (natural_key(s.id), s.id)))
+    return tuple(sorted(spines, key=lambda s: natural_key(s.id)))
 
 
 def first_claim(
@@ -92,9 +92,9 @@ def first_claim(
 
 
 def yaml_hostlist(value: object, where: str, key: str = "nodes") -> tuple[str, ...]:
-    """Node names from a YAML `nodes:` (or `key:`) value, a Slurm hostlist or a list of them. Anything else
-    is a SourceError naming `where`: a number, a null or a mapping would otherwise become a node
-    named `1`, `None` or `{'a': 'b'}` (and `nodes: [001]` loses its zeros)."""
+    """Node names from a YAML `nodes:` (or `key:`) value, a Slurm hostlist or a list of them.
+    Anything else is a SourceError naming `where`: a number, a null or a mapping would otherwise
+    become a node named `1`, `None` or `{'a': 'b'}` (and `nodes: [001]` loses its zeros)."""
     if value is None or value == "":
         return ()
     items = value if isinstance(value, list) else [value]

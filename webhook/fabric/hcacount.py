@@ -19,21 +19,26 @@ from webhook.fabric.reaches import Reaches
 I64 = NDArray[np.int64]
 
 
-def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
+def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> tuple[I64, list[str]]:
     """For each host of `dump.hosts()` (in its order), the index in `nodes` of the node
-    whose status lists its node GUID, else one of its port GUIDs (-1: none). None when one GUID
-    is claimed by two nodes (the caller names them)."""
+    whose status lists its node GUID, else one of its port GUIDs (-1: none); and a problem for
+    each GUID two nodes claim, which the first of them in `nodes` keeps."""
     sizes = np.fromiter(map(len, nodes.values()), np.int64, len(nodes))
     guids = np.fromiter(chain.from_iterable(nodes.values()), np.uint64, int(sizes.sum()))
     owner = np.repeat(np.arange(len(nodes), dtype=np.int64), sizes)
-    order = np.argsort(guids, kind="stable")
+    order = np.argsort(guids, kind="stable")  # stable: a GUID's first claimant comes first
     guids, owner = guids[order], owner[order]
-    if (guids[1:] == guids[:-1]).any():
-        return None
+    problems: list[str] = []
+    again = np.flatnonzero(guids[1:] == guids[:-1]) + 1
+    if len(again):
+        problems = _claimed_twice(guids, owner, again, list(nodes))
+        keep = np.ones(len(guids), bool)
+        keep[again] = False
+        guids, owner = guids[keep], owner[keep]
     hosts = np.asarray(dump.hosts()[0], np.int64)
     node_of = np.full(len(hosts), -1, np.int64)
     if not len(guids) or not len(hosts):
-        return node_of
+        return node_of, problems
     wanted = np.asarray(dump.guids_of(hosts), np.uint64)
     at = np.minimum(np.searchsorted(guids, wanted), len(guids) - 1)
     found = guids[at] == wanted
@@ -49,7 +54,17 @@ def join_by_guid(dump: Dump, nodes: Mapping[str, frozenset[int]]) -> I64 | None:
         for i in missed:
             extra = dump.port_guids[host_list[i]]
             node_of[i] = next((index[g] for g in extra if g in index), -1)
-    return node_of
+    return node_of, problems
+
+
+def _claimed_twice(
+    guids: NDArray[np.uint64], owner: I64, again: I64, names: list[str]
+) -> list[str]:
+    """One line per later claim of a GUID (`again`: its places in the sorted `guids`), in the
+    order of the nodes that claim it again."""
+    first = owner[np.searchsorted(guids, guids[again])]
+    lines = sorted(zip(owner[again].tolist(), guids[again].tolist(), first.tolist(), strict=True))
+    return [f"GUID {g:016x} is claimed by nodes {names[f]} and {names[o]}" for o, g, f in lines]
 
 
 def indexed(dump: Dump, ca_node: Mapping[int, str]) -> tuple[I64, list[str]]:

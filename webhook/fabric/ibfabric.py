@@ -18,8 +18,7 @@ from webhook.fabric.build import UnionFind, spines_from_parents
 from webhook.fabric.ibdump import Dump
 from webhook.fabric.ibnet import switch_name
 from webhook.fabric.model import Fabric, Leaf, Unplaced
-from webhook.fabric.names import natural_key, natural_sorted
-from webhook.fabric.natorder import natural_ranks
+from webhook.fabric.names import natural_key, natural_ranks, natural_sorted
 
 _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 
@@ -36,27 +35,6 @@ def _names(dump: Dump) -> dict[int, str]:
         return names
     id_of = dict(zip(switches, ids, strict=True))
     return {k: (id_of[k] if v in dup else v) for k, v in names.items()}
-
-
-def _join_by_guid(
-    dump: Dump, nodes: Mapping[str, frozenset[int]]
-) -> tuple[dict[int, str], list[str]]:
-    """Host -> node, the first node to claim a GUID keeping it (only when one is claimed twice:
-    `hcacount.join_by_guid` joins the rest)."""
-    owner: dict[int, str] = {}
-    problems = []
-    for name, guids in nodes.items():
-        for g in guids:
-            if owner.setdefault(g, name) != name:
-                problems.append(f"GUID {g:016x} is claimed by nodes {owner[g]} and {name}")
-    ca_node: dict[int, str] = {}
-    for ca in dump.host_switch:  # only hosts cabled to a switch can be placed
-        found = owner.get(dump.guid(ca))
-        if found is None:
-            found = next((owner[g] for g in dump.port_guids.get(ca, ()) if g in owner), None)
-        if found is not None:
-            ca_node[ca] = found
-    return ca_node, problems
 
 
 def _join_by_description(dump: Dump) -> tuple[dict[int, str], int]:
@@ -158,13 +136,9 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
             )
         node_of, node_names = hcacount.indexed(dump, ca_node)
     else:
-        joined = hcacount.join_by_guid(dump, nodes)
-        if joined is None:  # a GUID claimed by two nodes: say which
-            ca_node, join_problems = _join_by_guid(dump, nodes)
-            problems += join_problems
-            node_of, node_names = hcacount.indexed(dump, ca_node)
-        else:
-            node_of, node_names = joined, list(nodes)
+        node_of, join_problems = hcacount.join_by_guid(dump, nodes)
+        problems += join_problems
+        node_names = list(nodes)
     reach = hcacount.reaches(dump, names, node_of, node_names)
     groups = _rail_groups(reach.kinds())
     leaf_of_switch = {}
@@ -185,7 +159,7 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
         where = ", ".join(f"{d}: {c}" for d, c in sorted(per_domain.items()))
         msg = f"HCAs on {len(per_domain)} leaf domains ({where}); placed in {best}"
         spread.append((node, f"node {node}: {msg}"))
-    problems += [msg for _, msg in sorted(spread, key=lambda p: (natural_key(p[0]), p[0]))]
+    problems += [msg for _, msg in sorted(spread, key=lambda p: natural_key(p[0]))]
     for node in natural_sorted(set(nodes or ()).difference(reach.placed())):
         why = (
             "no compute HCA GUID in the status"

@@ -201,3 +201,20 @@ def test_preview_keeps_management_hosts_on_spines_out_of_the_leaf_domains() -> N
         [sys.executable, "hack/spine_hosts_dump.py", "--check"], cwd=ROOT, check=False
     )
     assert made.returncode == 0  # the fixture is what the script makes
+
+
+def test_a_guid_two_nodes_claim_stays_with_the_first_and_is_named() -> None:
+    # jabl-2: compute-00-01 is H-0002c902002789ac, compute-00-00 H-0002c9030002847c.
+    nodes = {
+        "b": frozenset({0x0002C902002789AC}),
+        "a": frozenset({0x0002C902002789AC, 0x0002C9030002847C}),
+        "c": frozenset({0x0002C9030002847C}),
+    }
+    fabric = derive(ref("ibnetdiscover/jabl-2-ibm-one-switch.topo"), "", nodes)
+    assert [p for p in fabric.problems if "claimed" in p] == [
+        "GUID 0002c902002789ac is claimed by nodes b and a",
+        "GUID 0002c9030002847c is claimed by nodes a and c",
+    ]
+    # Each HCA goes to its first claimant: b and a hold one each, c none.
+    assert [leaf.nodes for leaf in fabric.leaves] == [("a", "b")]
+    assert [u.node for u in fabric.unplaced] == ["c"]

@@ -1,14 +1,25 @@
 """Natural order: digit runs compare as numbers (`leaf2` < `leaf10`), text as text, and the name
 itself breaks ties. natural_sorted sorts by one string per name; it must give exactly the order
-of the tuple key it stands for."""
+of the tuple key below, which it stands for."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.fabric.names import natural_key, natural_sorted
-from webhook.fabric.natorder import natural_ranks
+from webhook.fabric.names import natural_ranks, natural_sorted
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """The order natural_sorted stands for, as plainly as it can be said: the text between digit
+    runs (lower-cased, maybe empty at either end) alternating with the runs' values, so text
+    always meets text and a number a number."""
+    parts: list[str | int] = list(re.split(r"(\d+)", name.lower()))
+    parts[1::2] = map(int, parts[1::2])
+    return tuple(parts)
+
 
 NAMES = st.lists(st.text(alphabet="ab-_.Z0129x", max_size=10), max_size=40)
 
