@@ -126,7 +126,7 @@ class Gang:
         if self.metrics is not None and partly != self.partly:
             self.metrics.partly_bound(len(partly))
         self.partly = partly
-        self.told &= pods.keys()
+        self.told = {u for u in self.told if u in pods}  # the few told, not every pod
 
     def _stuck(self, key: GroupKey, b: Binding, now: float, waits: bool) -> bool:
         """A group whose evicted members came back but cannot be seated in its domain (their
