@@ -21,6 +21,9 @@
    join to the statuses' GUIDs, positions), interleaved; CPU is the median. Memory:
    tracemalloc peak of one derive (the dump text itself excluded). Then the GpuFabric status of
    that fabric: its JSON size (limit 256 KiB) and CPU to render it, and the longest label value.
+4. `--status-change N,N,...` (issue 32): the labeler's refresh after one node's GUIDs change, the
+   dump kept parsed and placed again vs parsed again, vs the bare line split; what the kept
+   parse holds.
 """
 
 from __future__ import annotations
@@ -212,14 +215,86 @@ def bench_labeler(n: int) -> None:
     )
 
 
+def bench_status_change(size: int, rounds: int) -> str:
+    """The labeler's refresh after one node's GUIDs change (`--status-change`): its dump parsed
+    once and placed again, vs parsed again (what it did before issue 32), vs the bare line split
+    of the same dump; CPU medians of interleaved rounds. The source is given as the labeler gets
+    it, ConfigMap parts (gzip); memory: what the kept parse holds (tracemalloc, after a place)."""
+    from webhook.fabric import parts, split
+    from webhook.fabric.controller import FabricController
+    from webhook.fabric.source import parse, place
+
+    text, statuses = _curve_tree(size, False).render()
+    statuses = {n: statuses[n] for n in list(statuses)[:size]}
+    made = split.split([text.encode()], "ibnetdiscover")
+    items = list(split.configmaps(made, "gpufabric-system"))
+    c = FabricController()
+    c.configmaps("labelled", items)
+    c.statuses(list(statuses.items()))
+    first = _timed(c.refresh)[1]
+    victim = next(iter(statuses))
+    present = [True]
+
+    def again() -> object:  # one node leaves or comes back: its GUIDs change
+        present[0] = not present[0]
+        c.status(victim, statuses[victim] if present[0] else None)
+        return c.refresh()
+
+    def reparsed() -> object:  # the same, with the parse thrown away first (the old way)
+        c._parsed = None  # the bench measures the old way through the new code
+        return again()
+
+    def words() -> int:
+        return sum(len(line.split()) for line in text.splitlines())
+
+    ours: list[float] = []
+    old: list[float] = []
+    base: list[float] = []
+    for r in range(rounds):
+        steps = [(words, base), (again, ours), (reparsed, old)]
+        for fn, into in steps if r % 2 == 0 else steps[::-1]:
+            into.append(_timed(fn)[1])
+    source = parts.assemble(p for o in items if (p := parts.part_of(o)) is not None)
+    assert source is not None
+    gc.collect()
+    tracemalloc.start()
+    kept = parse(parts.text_chunks(source), source.key)
+    place(kept, join.from_statuses(statuses.items()))
+    held = tracemalloc.get_traced_memory()[0] / 2**20
+    tracemalloc.stop()
+    cpu, bcpu, ocpu = (statistics.median(x) for x in (ours, base, old))
+    return (
+        f"| {size:,} | {len(made.values)} parts | {first:.2f} s | {cpu:.2f} s, **{cpu / bcpu:.2f}x** "
+        f"| {ocpu:.2f} s, {ocpu / bcpu:.2f}x | {bcpu:.2f} s | {held:.0f} MiB |"
+    )
+
+
+STATUS_CHANGE_HEADER = (
+    "| nodes x 8 rails | source | first derive CPU | after a GUID change, parsed once (vs split) "
+    "| parsed again (vs split) | bare `line.split()` | the kept parse holds |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-labeler", action="store_true")
     parser.add_argument("--sizes", default="", help="the curve at these node counts: 4096,16384")
     parser.add_argument("--nvl72", action="store_true", help="the curve on GB200 NVL72 trays")
+    parser.add_argument(
+        "--status-change",
+        default="",
+        metavar="N,N",
+        help="the labeler's refresh after one node's GUIDs change, at these node counts",
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
+    if args.status_change:
+        print(STATUS_CHANGE_HEADER)
+        for size in (int(x) for x in args.status_change.split(",")):
+            print(bench_status_change(size, args.rounds), flush=True)
+        return 0
     if args.sizes:
         print(CURVE_HEADER)
         for size in (int(x) for x in args.sizes.split(",")):

@@ -4,7 +4,8 @@ Watches (any thread) hand in the topology ConfigMaps (`gpufabric-topology` and t
 labelled `gpufabric.io/topology-part`, from two watches; webhook/fabric/parts.py), each node's HCA
 GUIDs and, with `--topology-labels`, the node labels that preset reads. `refresh()` re-derives when
 something that matters changed: a status event that leaves a node's compute GUIDs as they were
-costs nothing.
+costs nothing, and one that changes them places the dump as parsed before (kept while its parts
+stay the same) without reading it again.
 Bad input keeps the last good positions (never wipe the fleet's labels because of one bad edit);
 the GpuFabric condition says what is wrong. No ConfigMap and no preset: no network labels.
 The NVLink domains of the nodes (their statuses' GPUs, else their `nvidia.com/gpu.clique`) are shown
@@ -22,12 +23,13 @@ from typing import Any
 
 from common import api, nvlink
 from webhook.fabric import join, parts, render
+from webhook.fabric.ibdump import Dump
 from webhook.fabric.inbox import Inbox
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.nodelabels import from_labels, levels_for
 from webhook.fabric.nvdomains import nvlink_view
-from webhook.fabric.source import derive
+from webhook.fabric.source import parse, place
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,9 @@ class FabricController:
         self._own_domain: dict[str, nvlink.Domain] = {}  # what each status's GPUs say
         self._clique: dict[str, str] = {}  # each Node's nvidia.com/gpu.clique
         self._good: Fabric | None = None  # the last fabric derived without error
+        # The source as last parsed, by the digest of its parts: a change of GUIDs alone places
+        # it again without reading the dump again (refresh's thread only).
+        self._parsed: tuple[str, Dump | Fabric] | None = None
         self._dirty = True
         self._nvlink_dirty = False
         self._values: dict[str, str] | None = None  # nvlink_domains(), until an input changes
@@ -259,15 +264,18 @@ class FabricController:
         node_labels: dict[str, dict[str, str]],
     ) -> tuple[Fabric | None, str, bool]:
         """(the fabric or None, why not, whether a ConfigMap source is there). The source's text
-        lives only while it is parsed: between derivations only the parts are kept (compressed,
-        as the API gives them)."""
+        lives only while it is parsed: between derivations the parts are kept (compressed, as the
+        API gives them) and what they parse to, for as long as they stay the same."""
         try:
             source = parts.assemble(found)
         except parts.PartError as err:
+            self._parsed = None
             return None, str(err), True
+        if source is None:
+            self._parsed = None
         try:
             if source is not None:
-                return derive(parts.text_chunks(source), source.key, guids), "", True
+                return place(self._parse(source), guids), "", True
             if self.preset is not None:
                 return from_labels(self.preset, node_labels), "", False
         except parts.PartError as err:
@@ -276,6 +284,16 @@ class FabricController:
             where = source.where if source is not None else "--topology-labels"
             return None, f"{where}: {err}", source is not None
         return Fabric("none"), "", False
+
+    def _parse(self, source: parts.Source) -> Dump | Fabric:
+        """The source parsed: again only when its parts' content changed."""
+        digest = parts.digest(source)
+        if self._parsed is not None and self._parsed[0] == digest:
+            return self._parsed[1]
+        self._parsed = None  # the old one goes before the new one is read
+        parsed = parse(parts.text_chunks(source), source.key)
+        self._parsed = (digest, parsed)
+        return parsed
 
     def _set_condition(self, error: str, configured: bool) -> None:
         if error:

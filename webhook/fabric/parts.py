@@ -174,6 +174,17 @@ def _entry(p: Part) -> str:
     return p.entries[0][0]
 
 
+def digest(source: Source) -> str:
+    """sha256 of the parts as stored (compressed, base64): equal digests, equal content, without
+    decompressing (~22 MB of parts for 65,536 nodes, ~10x fewer bytes than the text)."""
+    h = hashlib.sha256()
+    for p in source.parts:
+        for entry, value in p.entries:
+            h.update(f"{len(entry)}:{entry}{len(value)}:".encode())
+            h.update(value.encode())
+    return h.hexdigest()
+
+
 def chunks(source: Source) -> Iterator[bytes]:
     """The content in pieces, as decoded; PartError naming the part cut short or damaged, and
     (when the parts carry it) when the whole does not match its sha256."""

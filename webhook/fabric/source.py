@@ -1,4 +1,4 @@
-"""Pick the format (from the ConfigMap key or file name, else from the content) and derive."""
+"""Pick the format (from the ConfigMap key or file name, else from the content), parse, place."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import yaml
 
 from common import yamlload
 from webhook.fabric import ibfabric, ibnet, slurm, static
+from webhook.fabric.ibdump import Dump
 from webhook.fabric.join import NodeGuids
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.textchunks import Chunks, head
@@ -36,18 +37,31 @@ def detect(text: str, name: str = "") -> str:
     )
 
 
-def derive(text: str | Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
-    """The fabric described by `text`; `nodes` (node -> HCA GUIDs) joins an ibnetdiscover dump.
-    Given as Chunks, an ibnetdiscover dump is parsed as it streams (the other formats are small)."""
+def parse(text: str | Chunks, name: str = "") -> Dump | Fabric:
+    """The source read: an ibnetdiscover dump as its graph, whose positions wait for the nodes'
+    HCA GUIDs (`place`), every other format as its fabric. Given as Chunks, an ibnetdiscover
+    dump is parsed as it streams (the other formats are small)."""
     if not isinstance(text, str):
         if detect(head(text), name) == "ibnetdiscover":
-            return ibfabric.derive(ibnet.parse(text), nodes)
+            return ibnet.parse(text)
         text = "".join(text())
     fmt = detect(text, name)
     if fmt == "ibnetdiscover":
-        return ibfabric.derive(ibnet.parse(text), nodes)
+        return ibnet.parse(text)
     if fmt == "topology.conf":
         return slurm.parse_conf(text)
     if fmt == "topology.yaml":
         return slurm.parse_yaml(text)
     return static.parse(text)
+
+
+def place(parsed: Dump | Fabric, nodes: NodeGuids | None = None) -> Fabric:
+    """The fabric of a parsed source; `nodes` (node -> HCA GUIDs) joins a dump (None: preview,
+    nodes named by NodeDescription). A parsed source is not changed: the labeler keeps one and
+    places it again when only the GUIDs change."""
+    return parsed if isinstance(parsed, Fabric) else ibfabric.derive(parsed, nodes)
+
+
+def derive(text: str | Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:
+    """The fabric described by `text`: `parse`, then `place`."""
+    return place(parse(text, name), nodes)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import ref
+from webhook.fabric import join, source
 from webhook.fabric.controller import CONDITION, FabricController, run
 from webhook.fabric.levels import LEAF, SPINE
 
@@ -74,6 +77,33 @@ def test_status_events_rederive_only_when_guids_change_and_ids_are_stable() -> N
     assert changed
     assert c.labels_for_node("su2-n3")[LEAF] == c.labels_for_node("su2-n1")[LEAF]
     assert all(c.labels_for_node(n) == labels for n, labels in before.items())
+
+
+def test_a_guid_change_places_the_parsed_dump_again_without_reading_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text, statuses = FatTree(4, 3, rails=4).render()
+    reads: list[object] = []
+    real = source.ibnet.parse
+    monkeypatch.setattr(source.ibnet, "parse", lambda t: reads.append(t) or real(t))
+    c = FabricController()
+    c.configmap({"ibnetdiscover": text})
+    c.statuses([(n, s) for n, s in statuses.items() if n != "su2-n3"])
+    assert c.refresh()[0] and len(reads) == 1
+    c.status("su2-n3", statuses["su2-n3"])  # a node joins: its GUIDs, the same dump
+    assert c.refresh()[0] and len(reads) == 1
+    # As if derived from scratch with every status.
+    fresh = source.place(real(text), join.from_statuses(statuses.items()))
+    assert c.positions().fabric == fresh
+    c.status("su2-n3", None)  # and leaves again
+    assert c.refresh()[0] and len(reads) == 1 and c.labels_for_node("su2-n3") == {}
+    # A new dump (one more line of tool output before the header) is read again.
+    c.configmap({"ibnetdiscover": "ibwarn: noise\n" + text})
+    c.refresh()
+    assert len(reads) == 2 and _cond(c)["status"] == "True"
+    c.configmap({"ibnetdiscover": "ibwarn: noise\n" + text})  # the same again: not read
+    c.refresh()
+    assert len(reads) == 2
 
 
 def test_preset_reads_node_labels_and_ignores_our_own() -> None:
