@@ -59,6 +59,21 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - w, time.process_time() - c
 
 
+def _split_words(text: str) -> int:
+    """Issue 8's "bare line split": what any parser of the lines must do (the baseline)."""
+    return sum(len(line.split()) for line in text.splitlines())
+
+
+def _cpu_medians(fns: list[Callable[[], object]], rounds: int) -> list[float]:
+    """Each function's median CPU over `rounds`, run interleaved, every other round reversed."""
+    times: list[list[float]] = [[] for _ in fns]
+    steps = list(zip(fns, times, strict=True))
+    for r in range(rounds):
+        for fn, into in steps if r % 2 == 0 else steps[::-1]:
+            into.append(_timed(fn)[1])
+    return [statistics.median(t) for t in times]
+
+
 def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
     text, statuses = tree.render()
     nodes = join.from_statuses(statuses.items())
@@ -67,7 +82,7 @@ def bench_derive(name: str, tree: FatTree, rounds: int) -> None:
         return Positions(derive(text, "ibnetdiscover", nodes))
 
     def baseline() -> int:
-        return sum(len(line.split()) for line in text.splitlines())
+        return _split_words(text)
 
     ours, base = [], []
     for _ in range(rounds):
@@ -120,19 +135,10 @@ def bench_curve(size: int, nvl72: bool, rounds: int) -> str:
     def run() -> Positions:
         return Positions(derive(text, "ibnetdiscover", nodes))
 
-    def words() -> int:  # issue 8's "bare line split": what any parser of the lines must do
-        return sum(len(line.split()) for line in text.splitlines())
-
     def lines() -> int:  # the lines alone
         return sum(1 for _line in text.splitlines())
 
-    ours: list[float] = []
-    base: list[float] = []
-    bare: list[float] = []
-    for r in range(rounds):
-        steps = [(words, base), (lines, bare), (run, ours)]
-        for fn, into in steps if r % 2 == 0 else steps[::-1]:
-            into.append(_timed(fn)[1])
+    bcpu, lcpu, cpu = _cpu_medians([lambda: _split_words(text), lines, run], rounds)
     pos = run()
     gc.collect()
     tracemalloc.start()
@@ -145,8 +151,6 @@ def bench_curve(size: int, nvl72: bool, rounds: int) -> str:
     render_cpu = time.process_time() - started
     size_kib = len(json.dumps(body, separators=(",", ":"))) / 1024
     longest = max(len(v) for labels in pos.placed.values() for v in labels.values())
-    cpu, bcpu = statistics.median(ours), statistics.median(base)
-    lcpu = statistics.median(bare)
     kind = "NVL72 trays x 4 rails" if nvl72 else "8-GPU nodes x 8 rails"
     return (
         f"| {len(pos.placed):,} {kind} | {len(text) / 2**20:.0f} MiB | {cpu:.2f} s "
@@ -244,16 +248,7 @@ def bench_status_change(size: int, rounds: int) -> str:
         c._parsed = None  # the bench measures the old way through the new code
         return again()
 
-    def words() -> int:
-        return sum(len(line.split()) for line in text.splitlines())
-
-    ours: list[float] = []
-    old: list[float] = []
-    base: list[float] = []
-    for r in range(rounds):
-        steps = [(words, base), (again, ours), (reparsed, old)]
-        for fn, into in steps if r % 2 == 0 else steps[::-1]:
-            into.append(_timed(fn)[1])
+    bcpu, cpu, ocpu = _cpu_medians([lambda: _split_words(text), again, reparsed], rounds)
     source = parts.assemble(p for o in items if (p := parts.part_of(o)) is not None)
     assert source is not None
     gc.collect()
@@ -262,7 +257,6 @@ def bench_status_change(size: int, rounds: int) -> str:
     place(kept, join.from_statuses(statuses.items()))
     held = tracemalloc.get_traced_memory()[0] / 2**20
     tracemalloc.stop()
-    cpu, bcpu, ocpu = (statistics.median(x) for x in (ours, base, old))
     return (
         f"| {size:,} | {len(made.values)} parts | {first:.2f} s | {cpu:.2f} s, **{cpu / bcpu:.2f}x** "
         f"| {ocpu:.2f} s, {ocpu / bcpu:.2f}x | {bcpu:.2f} s | {held:.0f} MiB |"
