@@ -77,7 +77,7 @@ class Placer:
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
         self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
-        self.gang = gang or Gang()  # native gangs (PodGroup) and the partly-bound watch
+        self.gang = gang or Gang(clock=clock)  # native gangs (PodGroup) and the partly-bound watch
         self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
         self.view = CapacityView()
         self.pods: dict[str, PodRecord] = {}
