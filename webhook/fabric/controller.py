@@ -23,7 +23,7 @@ from typing import Any
 
 from common import api, nvlink
 from webhook.fabric import join, parts, render
-from webhook.fabric.ibdump import Dump
+from webhook.fabric.ib.dump import Dump
 from webhook.fabric.inbox import Inbox
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError

@@ -5,8 +5,9 @@ from __future__ import annotations
 import yaml
 
 from common import yamlload
-from webhook.fabric import ibfabric, ibnet, slurm, static
-from webhook.fabric.ibdump import Dump
+from webhook.fabric import slurm, static
+from webhook.fabric.ib import domains, reader
+from webhook.fabric.ib.dump import Dump
 from webhook.fabric.join import NodeGuids
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.textchunks import Chunks, head
@@ -19,7 +20,7 @@ def detect(text: str, name: str = "") -> str:
     base = name.rsplit("/", 1)[-1]
     if base in KEYS:
         return base
-    if ibnet.looks_like(text):
+    if reader.looks_like(text):
         return "ibnetdiscover"
     if slurm.looks_like_conf(text):
         return "topology.conf"
@@ -43,11 +44,11 @@ def parse(text: str | Chunks, name: str = "") -> Dump | Fabric:
     dump is parsed as it streams (the other formats are small)."""
     if not isinstance(text, str):
         if detect(head(text), name) == "ibnetdiscover":
-            return ibnet.parse(text)
+            return reader.parse(text)
         text = "".join(text())
     fmt = detect(text, name)
     if fmt == "ibnetdiscover":
-        return ibnet.parse(text)
+        return reader.parse(text)
     if fmt == "topology.conf":
         return slurm.parse_conf(text)
     if fmt == "topology.yaml":
@@ -59,7 +60,7 @@ def place(parsed: Dump | Fabric, nodes: NodeGuids | None = None) -> Fabric:
     """The fabric of a parsed source; `nodes` (node -> HCA GUIDs) joins a dump (None: preview,
     nodes named by NodeDescription). A parsed source is not changed: the labeler keeps one and
     places it again when only the GUIDs change."""
-    return parsed if isinstance(parsed, Fabric) else ibfabric.derive(parsed, nodes)
+    return parsed if isinstance(parsed, Fabric) else domains.derive(parsed, nodes)
 
 
 def derive(text: str | Chunks, name: str = "", nodes: NodeGuids | None = None) -> Fabric:

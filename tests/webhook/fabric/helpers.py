@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.reference import FIXTURES, shared
-from webhook.fabric import ibnet
+from webhook.fabric.ib import reader
 
 # Byte-for-byte copies of shared/reference/fabric (see tests/fixtures/fabric/PROVENANCE.md) under a
 # licence that fits this repository. The others (NOT_COPIED: GPL, or no licence at all) are read
@@ -72,7 +72,7 @@ def statuses_from_descriptions(text: str) -> dict[str, dict[str, Any]]:
     """What each host's agent would publish: its HCAs' GUIDs, grouped here by the host word of a
     `host dev` NodeDescription (the test knows the hosts; the code under test never reads names)."""
     hcas: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for node in ibnet.parse(text).nodes.values():
+    for node in reader.parse(text).nodes.values():
         words = node.desc.split()
         if not node.is_switch and len(words) == 2:
             hcas[words[0]].append(hca(words[1], node.guid))

@@ -84,8 +84,8 @@ def test_a_guid_change_places_the_parsed_dump_again_without_reading_it(
 ) -> None:
     text, statuses = FatTree(4, 3, rails=4).render()
     reads: list[object] = []
-    real = source.ibnet.parse
-    monkeypatch.setattr(source.ibnet, "parse", lambda t: reads.append(t) or real(t))
+    real = source.reader.parse
+    monkeypatch.setattr(source.reader, "parse", lambda t: reads.append(t) or real(t))
     c = FabricController()
     c.configmap({"ibnetdiscover": text})
     c.statuses([(n, s) for n, s in statuses.items() if n != "su2-n3"])

@@ -1,4 +1,4 @@
-"""The column-wise reader (ibscan.py) against the line parser (ibnet.py): on every dump it reads
+"""The column-wise reader (columns.py) against the line parser (reader.py): on every dump it reads
 it gives the same graph and the same fabric, and it declines (None) everything else, so a dump
 the line parser refuses is never accepted, and the line parser names the line."""
 
@@ -11,8 +11,9 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import ref
-from webhook.fabric import ibcables, ibfabric, ibnet, ibscan, join
-from webhook.fabric.ibdump import Dump
+from webhook.fabric import join
+from webhook.fabric.ib import cables, columns, domains, reader
+from webhook.fabric.ib.dump import Dump
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import SourceError
 from webhook.fabric.textchunks import chunked, pieces
@@ -50,11 +51,11 @@ def graph(dump: Dump) -> dict[str, Any]:
 
 
 def lines_only(text: str) -> Dump:
-    return ibnet._parse_topology(chunked(text))
+    return reader._parse_topology(chunked(text))
 
 
 def scanned(text: str) -> Dump | None:
-    return ibscan.scan(chunked(text))
+    return columns.scan(chunked(text))
 
 
 @pytest.mark.parametrize("name", PRINTED)
@@ -63,13 +64,13 @@ def test_a_printed_dump_reads_as_the_line_parser_reads_it(name: str) -> None:
     dump = scanned(text)
     assert dump is not None
     assert graph(dump) == graph(lines_only(text))
-    assert ibfabric.derive(dump, None) == ibfabric.derive(lines_only(text), None)
+    assert domains.derive(dump, None) == domains.derive(lines_only(text), None)
 
 
 @pytest.mark.parametrize("name", RETYPED)
 def test_a_dump_with_spaces_for_tabs_goes_to_the_line_parser(name: str) -> None:
     assert scanned(ref(name)) is None
-    assert ibnet.parse(ref(name)).switches()
+    assert reader.parse(ref(name)).switches()
 
 
 @pytest.mark.parametrize(
@@ -86,8 +87,8 @@ def test_a_synthetic_fabric_derives_the_same_positions(tree: FatTree) -> None:
     dump = scanned(text)
     assert dump is not None
     assert graph(dump) == graph(lines_only(text))
-    fast = Positions(ibfabric.derive(dump, nodes))
-    slow = Positions(ibfabric.derive(lines_only(text), nodes))
+    fast = Positions(domains.derive(dump, nodes))
+    slow = Positions(domains.derive(lines_only(text), nodes))
     assert fast.placed == slow.placed and fast.fabric == slow.fabric
 
 
@@ -96,8 +97,8 @@ def test_windows_cut_anywhere_between_blocks_read_the_same(monkeypatch: pytest.M
     whole = scanned(text)
     assert whole is not None
     for window in (1, 97, 4096):  # characters: a window then ends at the next blank line
-        monkeypatch.setattr(ibscan, "_WINDOW", window)
-        dump = ibscan.scan(lambda: pieces(text))
+        monkeypatch.setattr(columns, "_WINDOW", window)
+        dump = columns.scan(lambda: pieces(text))
         assert dump is not None and graph(dump) == graph(whole)
 
 
@@ -150,7 +151,7 @@ def test_the_line_parser_names_the_line_the_scan_declined() -> None:
     far = next(i for i, line in enumerate(lines) if line.startswith("[1]("))
     lines[far] = lines[far].replace('"[', '"[9', 1)  # a port the far end does not list back
     with pytest.raises(SourceError, match=r"^line \d+: .* does not list port \[\d+\] back") as err:
-        ibnet.parse("\n".join(lines))
+        reader.parse("\n".join(lines))
     assert err.value.line is not None
 
 
@@ -179,14 +180,14 @@ def test_only_a_newline_ends_a_line() -> None:
     ca = next(i for i, line in enumerate(lines) if line.startswith("Ca\t"))
     lines[ca] = lines[ca].rsplit("#", 1)[0] + '# "MT25408\fConnectX"'
     edited = "\n".join(lines)
-    assert "MT25408\fConnectX" in ibnet.parse(edited).descs
+    assert "MT25408\fConnectX" in reader.parse(edited).descs
     assert "MT25408\fConnectX" in lines_only(edited).descs
 
 
 def test_a_node_whose_hcas_span_leaf_domains_goes_where_most_are_and_is_named() -> None:
     tree = FatTree(3, 4, rails=4, spines=2, tiers=2, swap={("su1-n2", 1): "su2-rail1"})
     text, statuses = tree.render()
-    fabric = ibfabric.derive(ibnet.parse(text), join.from_statuses(statuses.items()))
+    fabric = domains.derive(reader.parse(text), join.from_statuses(statuses.items()))
     leaf = {n: lf.id for lf in fabric.leaves for n in lf.nodes}
     assert leaf["su1-n2"] == leaf["su1-n1"] == "su1-rail1"
     assert (
@@ -231,14 +232,14 @@ def test_carriage_returns_go_to_the_line_parser_and_read_the_same() -> None:
     text = ref("ibnetdiscover/psmn-x5.topofile")
     crlf = text.replace("\n", "\r\n")
     assert scanned(crlf) is None
-    assert graph(ibnet.parse(crlf)) == graph(ibnet.parse(text))
+    assert graph(reader.parse(crlf)) == graph(reader.parse(text))
 
 
 @pytest.mark.parametrize("seed", range(2))
 def test_ends_found_by_a_sort_read_the_same(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # A dump whose Switch lines declare far more ports than it lists finds cable ends by a sort,
     # not a table of every declared port: the same graph, the same refusals.
-    monkeypatch.setattr(ibcables, "TABLE_SLACK", -(1 << 30))
+    monkeypatch.setattr(cables, "TABLE_SLACK", -(1 << 30))
     text, _ = FatTree(2, 3, rails=2, spines=2, tiers=2).render()
     dump = scanned(text)
     assert dump is not None and graph(dump) == graph(lines_only(text))

@@ -11,8 +11,9 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import hca, ref, status
-from webhook.fabric import ibnet, join
+from webhook.fabric import join
 from webhook.fabric.controller import CONDITION, FabricController
+from webhook.fabric.ib import reader
 from webhook.fabric.levels import LEAF_PAIR, Positions
 from webhook.fabric.model import SourceError
 from webhook.fabric.source import derive
@@ -32,16 +33,16 @@ def test_a_cut_at_any_line_of_a_real_dump_is_refused_naming_a_line() -> None:
     last = max(i for i, line in enumerate(lines) if line.strip()) + 1
     for keep in range(first_block + 1, last):
         with pytest.raises(SourceError, match=_CUT) as err:
-            ibnet.parse(_cut(PSMN, keep))
+            reader.parse(_cut(PSMN, keep))
         assert err.value.line is not None and err.value.line <= keep
-    ibnet.parse(_cut(PSMN, last))  # the whole dump
+    reader.parse(_cut(PSMN, last))  # the whole dump
 
 
 def test_the_named_line_is_the_cable_whose_far_end_is_missing() -> None:
     lines = PSMN.splitlines()
     keep = lines.index("", lines.index(next(x for x in lines if x.startswith("Switch")))) + 1
     with pytest.raises(SourceError) as err:  # cut after the first switch block
-        ibnet.parse(_cut(PSMN, keep))
+        reader.parse(_cut(PSMN, keep))
     assert err.value.line is not None
     peer = re.search(r'"([SH]-[0-9a-f]{16})"', lines[err.value.line - 1])
     assert peer is not None and f"{peer.group(1)} has no block" in str(err.value)
@@ -63,7 +64,7 @@ def test_a_last_block_without_its_ports_is_refused() -> None:
     lines = PSMN.splitlines()
     header = max(i for i, line in enumerate(lines) if line.startswith(("Switch", "Ca")))
     with pytest.raises(SourceError, match="does not list port"):
-        ibnet.parse(_cut(PSMN, header + 1))
+        reader.parse(_cut(PSMN, header + 1))
 
 
 def test_ports_past_the_declared_count_or_twice_are_refused() -> None:
@@ -72,10 +73,10 @@ def test_ports_past_the_declared_count_or_twice_are_refused() -> None:
     assert declared is not None
     past = re.sub(r"^Switch\s+\d+", "Switch\t1", one, flags=re.MULTILINE)
     with pytest.raises(SourceError, match=r"port \[\d+\] is past the 1 ports"):
-        ibnet.parse(past)
+        reader.parse(past)
     first_port = next(line for line in one.splitlines() if line.startswith("["))
     with pytest.raises(SourceError, match=r"lists port \[\d+\] twice"):
-        ibnet.parse(one.replace(first_port, f"{first_port}\n{first_port}", 1))
+        reader.parse(one.replace(first_port, f"{first_port}\n{first_port}", 1))
 
 
 def test_a_ports_format_line_cut_before_its_far_end_is_refused() -> None:
@@ -83,7 +84,7 @@ def test_a_ports_format_line_cut_before_its_far_end_is_refused() -> None:
     first = text.splitlines()[0]
     cut = first[: first.index(" - ") + 9]  # "CA ... 4x EDR - SW  1719"
     with pytest.raises(SourceError, match=r"^line 1: port line cut short"):
-        ibnet.parse(text.replace(first, cut))
+        reader.parse(text.replace(first, cut))
 
 
 def test_controller_keeps_the_last_good_labels_when_the_dump_is_cut() -> None:
@@ -130,10 +131,10 @@ def test_a_second_block_and_a_cable_not_listed_back_name_both_lines() -> None:
     with pytest.raises(
         SourceError, match=rf"second block for H-[0-9a-f]+ \(first at line {first}\)"
     ):
-        ibnet.parse(again)
+        reader.parse(again)
     # The CA's port line names another port of its switch: the switch's own line for the cable
     # finds the CA's block (named by its line) not listing it back.
     port = lines[first]
     moved = re.sub(r'"\[(\d+)\]', lambda m: f'"[{int(m.group(1)) + 30}]', port, count=1)
     with pytest.raises(SourceError, match=rf"'s block \(line {first}\) does not list port \[1\]"):
-        ibnet.parse(PSMN.replace(port, moved))
+        reader.parse(PSMN.replace(port, moved))

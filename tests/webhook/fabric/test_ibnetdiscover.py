@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.webhook.fabric.helpers import hca, ref, status, statuses_from_descriptions
-from webhook.fabric import ibfabric, ibnet, join
+from webhook.fabric import join
+from webhook.fabric.ib import domains, reader
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import SourceError
 from webhook.fabric.source import derive
@@ -38,7 +39,7 @@ DUMPS = [
 
 @pytest.mark.parametrize(("name", "fmt", "switches", "cas"), DUMPS)
 def test_every_dump_parses(name: str, fmt: str, switches: int, cas: int) -> None:
-    dump = ibnet.parse(ref(f"ibnetdiscover/{name}"))
+    dump = reader.parse(ref(f"ibnetdiscover/{name}"))
     assert dump.format == fmt
     assert sum(n.is_switch for n in dump.nodes.values()) == switches
     assert sum(not n.is_switch for n in dump.nodes.values()) == cas
@@ -47,7 +48,7 @@ def test_every_dump_parses(name: str, fmt: str, switches: int, cas: int) -> None
 def test_dump_without_a_switch_is_bad_input() -> None:
     # An unconnected GB200 tray sees only itself.
     with pytest.raises(SourceError, match="holds no switch"):
-        ibnet.parse(ref("ibnetdiscover/topograph-single-ca-no-switch.out"))
+        reader.parse(ref("ibnetdiscover/topograph-single-ca-no-switch.out"))
 
 
 def test_truncated_dump_names_the_line() -> None:
@@ -56,18 +57,18 @@ def test_truncated_dump_names_the_line() -> None:
     cut = next(i for i, line in enumerate(lines) if line.startswith("[")) + 1
     lines[cut - 1] = lines[cut - 1][:7]  # a port line cut in the middle, as a full disk leaves it
     with pytest.raises(SourceError, match=rf"^line {cut}: "):
-        ibnet.parse("\n".join(lines))
+        reader.parse("\n".join(lines))
 
 
 def test_noise_before_header_and_loopback_cables() -> None:
     # jabl-3: line 1 is a umad timeout message; the SwitchIB S-e41d2d030003e470 has loop-back
     # cables 1<->2, 19<->21, 29<->30 and one cable to the SX6012 (port 3).
-    dump = ibnet.parse(ref("ibnetdiscover/jabl-3-nvidia-selfloop-errorline.topo"))
+    dump = reader.parse(ref("ibnetdiscover/jabl-3-nvidia-selfloop-errorline.topo"))
     assert dump.skipped == [1]
     sib = "S-e41d2d030003e470"
     assert (sib, sib) not in dump.links
     assert ("S-e41d2d030003e470", "S-f4521403005764b0") in dump.links
-    fabric = ibfabric.derive(dump, None)
+    fabric = domains.derive(dump, None)
     # Both switches hold hosts (r-ufm216/111 and r-ufm101/100...), cabled to each other: one spine
     # domain with two leaves; the managed SX6012 reads as its hostname.
     assert [[leaf.id for leaf in s.leaves] for s in fabric.spines] == [[sib, "switch-de779e"]]
@@ -76,9 +77,9 @@ def test_noise_before_header_and_loopback_cables() -> None:
 def test_join_by_port_guid_in_sysfs_form() -> None:
     # jabl-1 (man page): CA H-0008f10403960558 has port 1 GUID 8f10403960559 (node GUID + 1) on
     # ISR9024 S-005442ba00003080 port 12. The status names only the port GUID, in sysfs form.
-    dump = ibnet.parse(ref("ibnetdiscover/jabl-1-manpage-2hca-ports.topo"))
+    dump = reader.parse(ref("ibnetdiscover/jabl-1-manpage-2hca-ports.topo"))
     nodes = join.from_statuses([("host-a", status(hca("mlx4_0", 0, port_guid=0x0008F10403960559)))])
-    fabric = ibfabric.derive(dump, nodes)
+    fabric = domains.derive(dump, nodes)
     assert [(leaf.id, leaf.nodes) for leaf in fabric.leaves] == [
         ("S-005442ba00003080", ("host-a",))
     ]
@@ -87,9 +88,9 @@ def test_join_by_port_guid_in_sysfs_form() -> None:
 def test_only_compute_hcas_take_part() -> None:
     # jabl-1: H-0008f10403960984 hangs off SW-6IB4, H-0008f10403961354 off ISR9024. If the
     # SW-6IB4 one is a storage HCA (computeFabric false) it must not make SW-6IB4 a leaf.
-    dump = ibnet.parse(ref("ibnetdiscover/jabl-1-manpage-2hca-ports.topo"))
+    dump = reader.parse(ref("ibnetdiscover/jabl-1-manpage-2hca-ports.topo"))
     st = status(hca("mlx5_0", 0x0008F10403961354), hca("mlx5_1", 0x0008F10403960984, compute=False))
-    fabric = ibfabric.derive(dump, join.from_statuses([("n1", st)]))
+    fabric = domains.derive(dump, join.from_statuses([("n1", st)]))
     assert [leaf.id for leaf in fabric.leaves] == ["S-005442ba00003080"]
 
 
@@ -188,9 +189,9 @@ def test_preview_keeps_management_hosts_on_spines_out_of_the_leaf_domains() -> N
     # psmn-x5 with its hosts named in the dump and ten management hosts on two spine switches
     # (hack/spine_hosts_dump.py): without statuses the hosts are named from the dump, so the
     # spines hold "nodes" too; they must stay spines, as with the statuses (the GUID map).
-    dump = ibnet.parse(ref("ibnetdiscover/psmn-x5-spine-hosts.topofile"))
+    dump = reader.parse(ref("ibnetdiscover/psmn-x5-spine-hosts.topofile"))
     guids = join.parse_map(ref("ibnetdiscover/psmn-x5.map"))
-    joined, preview = ibfabric.derive(dump, guids), ibfabric.derive(dump, None)
+    joined, preview = domains.derive(dump, guids), domains.derive(dump, None)
     assert preview.tiers == joined.tiers == (6, 4, 1)
     with_status, without = Positions(joined), Positions(preview)
     assert len(with_status.placed) == 86

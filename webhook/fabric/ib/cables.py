@@ -1,4 +1,4 @@
-"""A scanned dump's blocks and port lines -> Dump, after the checks ibnet.py makes line by line.
+"""A scanned dump's blocks and port lines -> Dump, after the checks reader.py makes line by line.
 
 One block per node, each port within its block's declared count and listed once, every cable
 listed from both of its ends, at least one port on every switch. Here each check is a sort or a
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibdump import Dump
-from webhook.fabric.packedtexts import PackedTexts, Words
+from webhook.fabric.ib.dump import Dump
+from webhook.fabric.ib.packedtexts import PackedTexts, Words
 
 I64 = NDArray[np.int64]
 I32 = NDArray[np.int32]

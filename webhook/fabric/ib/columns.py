@@ -1,10 +1,10 @@
 """Read ibnetdiscover's own topology-file layout a window of lines at a time, with NumPy.
 
-The line parser (ibnet.py) spends about a microsecond of Python on every line: seconds on the
+The line parser (reader.py) spends about a microsecond of Python on every line: seconds on the
 4 million lines of a 65,536-node dump. ibnetdiscover prints one exact layout (rdma-core
 infiniband-diags/ibnetdiscover.c: `out_switch`, `out_ca`, `out_switch_port`, `out_ca_port`), so
 here its lines are found, sorted into kinds and cut into fields by whole-array operations, and
-the cable checks (ibcables.py) are sorts. A window that holds anything else (spaces for tabs,
+the cable checks (cables.py) are sorts. A window that holds anything else (spaces for tabs,
 upper-case or short GUIDs, `-g` grouping, tool messages, a line cut short) makes `scan` return
 None and the line parser reads the dump again: it accepts exactly the same dumps, and it names
 the line of a problem. This module never reports an error; it only declines.
@@ -22,9 +22,9 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibcables import Blocks, Cables, assemble
-from webhook.fabric.ibdump import Dump
-from webhook.fabric.packedtexts import Words
+from webhook.fabric.ib.cables import Blocks, Cables, assemble
+from webhook.fabric.ib.dump import Dump
+from webhook.fabric.ib.packedtexts import Words
 from webhook.fabric.textchunks import Chunks
 
 I64 = NDArray[np.int64]
@@ -35,7 +35,7 @@ _WINDOW = 4 << 20  # characters read into one window (ends at a blank line: whol
 _PAD = 64  # zero bytes after a window: a field read just past its last line stays inside
 _KEYS = (b"vendid=", b"devid=", b"sysimgguid=", b"switchguid=", b"caguid=", b"rtguid=")
 _HEADS = ((b"Switch\t", ord("S")), (b"Ca\t", ord("H")), (b"Rt\t", ord("R")))
-_GENERATED = re.compile(r"generated (?:\S+ )*?on (.+)$")  # as ibnet.py reads it
+_GENERATED = re.compile(r"generated (?:\S+ )*?on (.+)$")  # as reader.py reads it
 _QUOTE, _NL = ord('"'), ord("\n")
 _ONES, _HIGH, _LOW4 = (
     np.uint64(0x0101010101010101),
@@ -131,7 +131,7 @@ def _window(data: bytes, size: int, blocks: Blocks, cables: Cables) -> str:
 
 def _headers(data: bytes, a: U8, w: U64, s: I64, e: I64, kind: U8, blocks: Blocks) -> None:
     """`Switch\t<n> "S-<16 hex>"\t\t# "<desc>"<rest>` (Ca and H-, Rt and R- alike); the
-    description runs to the line's last quote, as ibnet.py's greedy pattern reads it.
+    description runs to the line's last quote, as reader.py's greedy pattern reads it.
 
     Every byte from the line's start to the description is checked, so no field is read from
     another line."""

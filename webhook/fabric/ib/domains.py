@@ -13,10 +13,10 @@ from itertools import chain, pairwise, repeat
 
 import numpy as np
 
-from webhook.fabric import hcacount
 from webhook.fabric.build import UnionFind, spines_from_parents
-from webhook.fabric.ibdump import Dump
-from webhook.fabric.ibnet import switch_name
+from webhook.fabric.ib import guids
+from webhook.fabric.ib.dump import Dump
+from webhook.fabric.ib.reader import switch_name
 from webhook.fabric.model import Fabric, Leaf, Unplaced
 from webhook.fabric.names import natural_key, natural_ranks, natural_sorted
 
@@ -134,12 +134,12 @@ def derive(dump: Dump, nodes: Mapping[str, frozenset[int]] | None) -> Fabric:
                 f"({listed}): management or UFM hosts (preview only; the labeler places nodes "
                 "by their statuses' HCA GUIDs)"
             )
-        node_of, node_names = hcacount.indexed(dump, ca_node)
+        node_of, node_names = guids.indexed(dump, ca_node)
     else:
-        node_of, join_problems = hcacount.join_by_guid(dump, nodes)
+        node_of, join_problems = guids.join_by_guid(dump, nodes)
         problems += join_problems
         node_names = list(nodes)
-    reach = hcacount.reaches(dump, names, node_of, node_names)
+    reach = guids.node_reaches(dump, names, node_of, node_names)
     groups = _rail_groups(reach.kinds())
     leaf_of_switch = {}
     for group in groups.groups():

@@ -1,6 +1,6 @@
 """An ibnetdiscover dump as compact tables indexed by node number (what the fabric derive reads).
 
-Both readers fill it: the line parser (ibnet.py) and the column-wise scan (ibscan.py), whose
+Both readers fill it: the line parser (reader.py) and the column-wise scan (columns.py), whose
 node ids and descriptions stay packed until something asks for them.
 """
 

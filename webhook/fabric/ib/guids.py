@@ -13,8 +13,8 @@ from itertools import chain
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ibdump import Dump
-from webhook.fabric.reaches import Reaches
+from webhook.fabric.ib.dump import Dump
+from webhook.fabric.ib.reaches import Reaches
 
 I64 = NDArray[np.int64]
 
@@ -75,7 +75,9 @@ def indexed(dump: Dump, ca_node: Mapping[int, str]) -> tuple[I64, list[str]]:
     return np.array(got, np.int64), node_names
 
 
-def reaches(dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]) -> Reaches:
+def node_reaches(
+    dump: Dump, names: Mapping[int, str], node_of: I64, node_names: list[str]
+) -> Reaches:
     """Each node's leaf switches and its HCAs cabled to each; `node_of` gives each host of
     `dump.hosts()` (in its order) its index in `node_names` (-1: none)."""
     ordered = sorted(set(names.values()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 
-from webhook.fabric.ibdump import Dump
+from webhook.fabric.ib.dump import Dump
 from webhook.fabric.model import SourceError
 from webhook.fabric.textchunks import Chunks, chunked, head, lines, split
 
@@ -71,12 +71,12 @@ def parse(text: str | Chunks) -> Dump:
     if kind == "ports":
         dump = _parse_ports(src)
     else:
-        from webhook.fabric import ibscan  # NumPy: only where a dump is read
+        from webhook.fabric.ib import columns  # NumPy: only where a dump is read
 
         # ibnetdiscover's own layout, read column-wise; anything else (or a problem to name)
         # goes through the line parser.
         try:
-            scanned = ibscan.scan(src)
+            scanned = columns.scan(src)
         except Exception:  # noqa: BLE001 - a fault in the fast path must not cost the labels
             _log.exception("the column-wise dump reader failed; reading the dump line by line")
             scanned = None
