@@ -228,6 +228,7 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     agent.applies.labels(outcome="applied").inc()
     hook.admissions.count("mutated", 0.001)
     hook.labeler_applies.labels(outcome="applied").inc()
+    hook.reader_fallbacks.labels(reason="declined").inc()
     hook.watch_stale.labels(watch="nodes").set(0)
     hook.leader.labels(lease="gpufabric-labeler").set(1)
     hook.decided("leaf", "placed", 0.001)

@@ -213,7 +213,10 @@ def add_network(s: Serving) -> None:
     from webhook.labeler.kube import KubeFabricApi
 
     labeler = s.labeler
-    fabric = FabricController(getattr(s.args, "topology_labels", None))
+    fabric = FabricController(
+        getattr(s.args, "topology_labels", None),
+        on_fallback=lambda why: s.metrics.reader_fallbacks.labels(reason=why).inc(),
+    )
     labeler.extra = fabric.labels_for_node
     s.fabric = fabric
     namespace = os.environ.get("POD_NAMESPACE", api.DEFAULT_NAMESPACE)

@@ -55,9 +55,16 @@ def transition(
 
 
 class FabricController:
-    def __init__(self, topology_labels: str | None = None, now: Callable[[], str] = _now) -> None:
+    def __init__(
+        self,
+        topology_labels: str | None = None,
+        now: Callable[[], str] = _now,
+        on_fallback: Callable[[str], None] | None = None,
+    ) -> None:
+        """`on_fallback(why)`: a dump was read line by line, not column-wise (reader.parse)."""
         self.preset = topology_labels
         self._now = now
+        self._on_fallback = on_fallback
         self._lock = threading.Lock()
         self._parts = Inbox()  # the topology ConfigMaps, kept as the API gives them (compressed)
         # Packed 8 bytes a GUID, not frozensets: far less memory at 65,536 nodes (a set only
@@ -291,7 +298,13 @@ class FabricController:
         if self._parsed is not None and self._parsed[0] == digest:
             return self._parsed[1]
         self._parsed = None  # the old one goes before the new one is read
-        parsed = parse(parts.text_chunks(source), source.key)
+
+        def fell_back(why: str) -> None:  # once per source content: it is parsed once
+            log.info("ibnetdiscover dump read line by line", extra={"reason": why})
+            if self._on_fallback is not None:
+                self._on_fallback(why)
+
+        parsed = parse(parts.text_chunks(source), source.key, fell_back)
         self._parsed = (digest, parsed)
         return parsed
 

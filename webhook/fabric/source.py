@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import yaml
 
 from common import yamlload
@@ -38,17 +40,19 @@ def detect(text: str, name: str = "") -> str:
     )
 
 
-def parse(text: str | Chunks, name: str = "") -> Dump | Fabric:
+def parse(
+    text: str | Chunks, name: str = "", on_fallback: Callable[[str], None] | None = None
+) -> Dump | Fabric:
     """The source read: an ibnetdiscover dump as its graph, whose positions wait for the nodes'
     HCA GUIDs (`place`), every other format as its fabric. Given as Chunks, an ibnetdiscover
-    dump is parsed as it streams (the other formats are small)."""
+    dump is parsed as it streams (the other formats are small). `on_fallback`: reader.parse's."""
     if not isinstance(text, str):
         if detect(head(text), name) == "ibnetdiscover":
-            return reader.parse(text)
+            return reader.parse(text, on_fallback)
         text = "".join(text())
     fmt = detect(text, name)
     if fmt == "ibnetdiscover":
-        return reader.parse(text)
+        return reader.parse(text, on_fallback)
     if fmt == "topology.conf":
         return slurm.parse_conf(text)
     if fmt == "topology.yaml":

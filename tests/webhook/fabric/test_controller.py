@@ -85,7 +85,7 @@ def test_a_guid_change_places_the_parsed_dump_again_without_reading_it(
     text, statuses = FatTree(4, 3, rails=4).render()
     reads: list[object] = []
     real = source.reader.parse
-    monkeypatch.setattr(source.reader, "parse", lambda t: reads.append(t) or real(t))
+    monkeypatch.setattr(source.reader, "parse", lambda t, *a: reads.append(t) or real(t, *a))
     c = FabricController()
     c.configmap({"ibnetdiscover": text})
     c.statuses([(n, s) for n, s in statuses.items() if n != "su2-n3"])
@@ -149,3 +149,19 @@ def test_bad_preset_is_a_condition_not_a_crash() -> None:
     c.node("n1", {"x": "y"})
     c.refresh()
     assert _cond(c)["status"] == "False" and "--topology-labels" in _cond(c)["message"]
+
+
+def test_a_dump_read_line_by_line_is_counted_once_per_source() -> None:
+    text, statuses = FatTree(2, 3, rails=2).render()
+    seen: list[str] = []
+    c = FabricController(on_fallback=seen.append)
+    c.configmap({"ibnetdiscover": text})
+    c.statuses(list(statuses.items()))
+    c.refresh()
+    assert seen == []  # ibnetdiscover's own layout: read column-wise
+    spaced = text.replace("\t", "  ")  # the same dump off the exact layout
+    c.configmap({"ibnetdiscover": spaced})
+    c.refresh()
+    c.status(next(iter(statuses)), None)  # GUIDs change: the kept parse is placed again
+    c.refresh()
+    assert seen == ["declined"] and _cond(c)["status"] == "True"

@@ -55,7 +55,7 @@ class Blocks:
         self.declared.append(nports)
         self._window = (base, text)
 
-    def port_guids(self, owner: I64, text: Words) -> None:
+    def add_port_guids(self, owner: I64, text: Words) -> None:
         """Port GUIDs printed on a node's own port lines, padded to 16 characters (owners are
         in the latest window): those that differ from the node GUID are kept."""
         base, (hi, lo) = self._window
@@ -87,7 +87,7 @@ class Cables:
         self.far_port.append(far_port.astype(np.int32))
         self.count += len(owner)
 
-    def far_port_guid(self, rows: I64, far: Words, text: Words) -> None:
+    def add_far_port_guids(self, rows: I64, far: Words, text: Words) -> None:
         """Port GUIDs printed for far ends that are not switches (padded to 16 characters), on
         the given rows of the lines added last."""
         differ = (far[0] != text[0]) | (far[1] != text[1])

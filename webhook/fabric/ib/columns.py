@@ -184,10 +184,10 @@ def _ports(a: U8, w: U64, s: I64, owner: I64, blocks: Blocks, cables: Cables) ->
     _require(_equal(w, paren_end, b") ").all() and _equal(w, comment, b"\t\t#").all())
     cables.add(owner, port, far_kind, far, far_port)
     if len(own):
-        blocks.port_guids(owner[own], _padded(w, close[own] + 2, own_end))
+        blocks.add_port_guids(owner[own], _padded(w, close[own] + 2, own_end))
     if len(paren):
         far_end = (far[0][paren], far[1][paren])
-        cables.far_port_guid(paren, far_end, _padded(w, far_close[paren] + 2, paren_end))
+        cables.add_far_port_guids(paren, far_end, _padded(w, far_close[paren] + 2, paren_end))
 
 
 def _generated(data: bytes, starts: I64, ends: I64, rows: I64) -> str:
