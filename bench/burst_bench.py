@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bursts with a gang left partly bound without the watch: {hit} of {bursts}")
     print("per burst (with the watch): burst, gangs placed, left partly, to all bound (s)")
     for k, (b, *_rest) in enumerate(rows[True][: 10 if bursts > 10 else bursts]):
-        last = max(b.bound_at.values(), default=float("nan"))
-        print(f"  {k:4d} {b.placed:3d} {b.partly:2d} {last:6.1f}")
+        final = max(b.bound_at.values(), default=float("nan"))
+        print(f"  {k:4d} {b.placed:3d} {b.partly:2d} {final:6.1f}")
     return 0
 
 
