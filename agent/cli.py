@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Discover this node's GPU fabric (NVLink, PCIe/NUMA, RDMA, GPUDirect Storage) "
         "and publish it as a GpuNodeStatus.",
     )
-    parser.add_argument("--version", action=_Version, help="print the gpufabric version and exit")
+    parser.add_argument(
+        "-V", "--version", action=_Version, help="print the gpufabric version and exit"
+    )
     logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

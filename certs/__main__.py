@@ -19,7 +19,7 @@ log = logging.getLogger("certs")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
-    parser.add_argument("--version", action="version", version=f"gpufabric {cli.version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"gpufabric {cli.version()}")
     parser.add_argument(
         "command",
         choices=["bootstrap"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,11 @@ def test_dash_v_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["-V"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.startswith("gpufabric-webhook 0.")
+
+
+@pytest.mark.parametrize("module", ["agent", "certs"])
+def test_dash_v_is_version_for_every_command(module: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", module, "-V"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and done.stdout.split()[-1].startswith("0."), done
