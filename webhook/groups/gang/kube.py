@@ -79,7 +79,7 @@ class KubeGangApi:
 
 
 def podgroup_list_watch(
-    api_client: client.ApiClient, served: Callable[[bool], None], recheck: float = RECHECK
+    api_client: client.ApiClient, served: Callable[[bool], None], recheck: float | None = None
 ) -> tuple[Lister, Watcher]:
     """The PodGroups the placer made, in every namespace (RBAC: podgroups list, watch); each list
     ends with `served`. Not served: an empty list, and the watch asks for a new list after
@@ -114,7 +114,7 @@ def podgroup_list_watch(
 
     def watcher(version: str) -> Iterable[Obj]:
         if missing[0]:
-            time.sleep(recheck)
+            time.sleep(RECHECK if recheck is None else recheck)
             raise Gone()
         yield from watch_events(
             method, PG_GROUP, PG_VERSION, PG_PLURAL, version=version, label_selector=_OURS
