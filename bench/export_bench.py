@@ -33,9 +33,10 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes.fabric_dump import FatTree  # noqa: E402
 from webhook.cli.topology import EXPORTS, render_export  # noqa: E402
 from webhook.export.model import build  # noqa: E402
-from webhook.fabric import join, render  # noqa: E402
+from webhook.fabric import render  # noqa: E402
 from webhook.fabric.levels import Positions  # noqa: E402
-from webhook.fabric.source import derive  # noqa: E402
+from webhook.fabric.sources import join  # noqa: E402
+from webhook.fabric.sources.formats import derive  # noqa: E402
 
 UUID = "6a1c9e4e-2f3b-4d5a-9c8e-0123456789ab"
 

@@ -46,10 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 from common import nvlink  # noqa: E402
 from tests.fakes.fabric_dump import FatTree  # noqa: E402
-from webhook.fabric import join, render  # noqa: E402
+from webhook.fabric import render  # noqa: E402
 from webhook.fabric.levels import Positions  # noqa: E402
 from webhook.fabric.nvdomains import nvlink_view  # noqa: E402
-from webhook.fabric.source import derive  # noqa: E402
+from webhook.fabric.sources import join  # noqa: E402
+from webhook.fabric.sources.formats import derive  # noqa: E402
 
 
 def _timed(fn: Callable[[], object]) -> tuple[float, float]:
@@ -224,9 +225,9 @@ def bench_status_change(size: int, rounds: int) -> str:
     once and placed again, vs parsed again (what it did before issue 32), vs the bare line split
     of the same dump; CPU medians of interleaved rounds. The source is given as the labeler gets
     it, ConfigMap parts (gzip); memory: what the kept parse holds (tracemalloc, after a place)."""
-    from webhook.fabric import parts, split
     from webhook.fabric.controller import FabricController
-    from webhook.fabric.source import parse, place
+    from webhook.fabric.sources import parts, split
+    from webhook.fabric.sources.formats import parse, place
 
     text, statuses = _curve_tree(size, False).render()
     statuses = {n: statuses[n] for n in list(statuses)[:size]}

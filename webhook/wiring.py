@@ -208,7 +208,7 @@ def add_network(s: Serving) -> None:
     labels with --topology-labels) becomes the labeler's extra labels, applied in the same apply as
     the summary labels. The leader also re-derives and publishes GpuFabric `cluster`."""
     from webhook.fabric.controller import CONFIGMAP, FabricController, run
-    from webhook.fabric.parts import PART_LABEL
+    from webhook.fabric.sources.parts import PART_LABEL
     from webhook.kube.client import configmap_list_watch
     from webhook.labeler.kube import KubeFabricApi
 

@@ -13,8 +13,8 @@ import yaml
 from common import yamlload
 from tests import reference
 from webhook.cli.documents import parse_documents
-from webhook.fabric.build import load_yaml
 from webhook.fabric.model import SourceError
+from webhook.fabric.sources.build import load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = reference.SHARED  # compared too when ../shared is beside the clone

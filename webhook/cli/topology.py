@@ -18,12 +18,13 @@ from webhook.cli.topology_parts import read_source, write_configmaps
 from webhook.export import kueue, slurm, slurm_block
 from webhook.export.kinds import KINDS
 from webhook.export.model import Model, build
-from webhook.fabric import join, render
+from webhook.fabric import render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
-from webhook.fabric.nodelabels import from_labels
 from webhook.fabric.nvdomains import nvlink_view
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
+from webhook.fabric.sources.nodelabels import from_labels
 from webhook.fleet.ingest import layout_of
 
 EXPORTS = ("kueue", "kai", "volcano", "slurm-tree", "slurm-block")

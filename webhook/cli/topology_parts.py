@@ -14,9 +14,17 @@ import yaml
 from common.cli import UsageError
 from webhook.cli.documents import documents, read_text
 from webhook.fabric.model import SourceError
-from webhook.fabric.parts import CONFIGMAP, PART_LABEL, Source, assemble, chunks, part_of, text
-from webhook.fabric.source import KEYS, detect
-from webhook.fabric.split import configmaps, split
+from webhook.fabric.sources.formats import KEYS, detect
+from webhook.fabric.sources.parts import (
+    CONFIGMAP,
+    PART_LABEL,
+    Source,
+    assemble,
+    chunks,
+    part_of,
+    text,
+)
+from webhook.fabric.sources.split import configmaps, split
 
 BLOCK = 64 * 1024
 _HEAD = 1 << 20  # enough of a dump to tell its format

@@ -1,7 +1,7 @@
 """The fabric in the cluster: inputs from watches, re-derived off the watch threads, published.
 
 Watches (any thread) hand in the topology ConfigMaps (`gpufabric-topology` and the parts
-labelled `gpufabric.io/topology-part`, from two watches; webhook/fabric/parts.py), each node's HCA
+labelled `gpufabric.io/topology-part`, from two watches; sources/parts.py), each node's HCA
 GUIDs and, with `--topology-labels`, the node labels that preset reads. `refresh()` re-derives when
 something that matters changed: a status event that leaves a node's compute GUIDs as they were
 costs nothing, and one that changes them places the dump as parsed before (kept while its parts
@@ -22,14 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from common import api, nvlink
-from webhook.fabric import join, parts, render
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.inbox import Inbox
+from webhook.fabric import render
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, SourceError
-from webhook.fabric.nodelabels import from_labels, levels_for
 from webhook.fabric.nvdomains import nvlink_view
-from webhook.fabric.source import parse, place
+from webhook.fabric.sources import join, parts
+from webhook.fabric.sources.formats import parse, place
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.inbox import Inbox
+from webhook.fabric.sources.nodelabels import from_labels, levels_for
 
 log = logging.getLogger(__name__)
 

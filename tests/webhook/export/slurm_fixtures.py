@@ -12,10 +12,10 @@ from tests.nvl72 import tray_status
 from tests.webhook.export.slurm_rules import Blocks, read
 from tests.webhook.fabric.helpers import ref, statuses_from_descriptions
 from webhook.export.model import Model, build
-from webhook.fabric import join
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import Fabric, Leaf, Spine
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
 
 LEVELS = (("leaf", LEAF), ("leaf-pair", LEAF_PAIR), ("leaf-quad", LEAF_QUAD), ("spine", SPINE))
 

@@ -11,7 +11,7 @@ import yaml
 
 from tests.webhook.export.fabrics import UUID, cel_failures, crd_schema
 from webhook.__main__ import main
-from webhook.fabric.slurm import parse_conf
+from webhook.fabric.sources.slurm import parse_conf
 
 CONF = (
     "SwitchName=s0 Nodes=gpu[1-2]\nSwitchName=s1 Nodes=gpu[3-4]\nSwitchName=top Switches=s[0-1]\n"

@@ -135,7 +135,7 @@ def test_every_example_workload_fits_the_docs_fabric(tmp_path: Path) -> None:
     from collections import Counter
 
     from webhook.fabric.levels import Positions
-    from webhook.fabric.slurm import parse_conf
+    from webhook.fabric.sources.slurm import parse_conf
 
     text = DOC.read_text()
     stated = re.search(r"(\d+) GPUs per node", text)

@@ -13,7 +13,7 @@ from webhook.export import slurm, slurm_block, volcano
 from webhook.export.model import build, name_for
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import Fabric, Leaf, Spine
-from webhook.fabric.slurm import parse_conf
+from webhook.fabric.sources.slurm import parse_conf
 
 
 @st.composite

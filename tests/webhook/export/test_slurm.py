@@ -12,7 +12,7 @@ from webhook.export.model import build
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import Fabric, Leaf, Spine
 from webhook.fabric.names import compress_hostlist, expand_hostlist
-from webhook.fabric.slurm import parse_conf
+from webhook.fabric.sources.slurm import parse_conf
 
 
 def _partition(pos: Positions, level: str) -> set[frozenset[str]]:

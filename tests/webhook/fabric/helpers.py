@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.reference import FIXTURES, shared
-from webhook.fabric.ib import reader
+from webhook.fabric.sources.ib import reader
 
 # Byte-for-byte copies of shared/reference/fabric (see tests/fixtures/fabric/PROVENANCE.md) under a
 # licence that fits this repository. The others (NOT_COPIED: GPL, or no licence at all) are read

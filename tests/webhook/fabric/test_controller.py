@@ -9,9 +9,9 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import ref
-from webhook.fabric import join, source
 from webhook.fabric.controller import CONDITION, FabricController, run
 from webhook.fabric.levels import LEAF, SPINE
+from webhook.fabric.sources import formats, join
 
 CONF = "SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Nodes=b1\nSwitchName=top Switches=s[0-1]\n"
 
@@ -84,8 +84,8 @@ def test_a_guid_change_places_the_parsed_dump_again_without_reading_it(
 ) -> None:
     text, statuses = FatTree(4, 3, rails=4).render()
     reads: list[object] = []
-    real = source.reader.parse
-    monkeypatch.setattr(source.reader, "parse", lambda t, *a: reads.append(t) or real(t, *a))
+    real = formats.reader.parse
+    monkeypatch.setattr(formats.reader, "parse", lambda t, *a: reads.append(t) or real(t, *a))
     c = FabricController()
     c.configmap({"ibnetdiscover": text})
     c.statuses([(n, s) for n, s in statuses.items() if n != "su2-n3"])
@@ -93,7 +93,7 @@ def test_a_guid_change_places_the_parsed_dump_again_without_reading_it(
     c.status("su2-n3", statuses["su2-n3"])  # a node joins: its GUIDs, the same dump
     assert c.refresh()[0] and len(reads) == 1
     # As if derived from scratch with every status.
-    fresh = source.place(real(text), join.from_statuses(statuses.items()))
+    fresh = formats.place(real(text), join.from_statuses(statuses.items()))
     assert c.positions().fabric == fresh
     c.status("su2-n3", None)  # and leaves again
     assert c.refresh()[0] and len(reads) == 1 and c.labels_for_node("su2-n3") == {}

@@ -1,4 +1,4 @@
-"""The column-wise reader's bit helpers (webhook/fabric/ib/columns.py) against plain Python: a
+"""The column-wise reader's bit helpers (webhook/fabric/sources/ib/columns.py) against plain Python: a
 fault in them would only show as the line parser's ~5x CPU, since the reader declines on any
 exception, so each is checked here on its own."""
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.fabric.ib import columns
+from webhook.fabric.sources.ib import columns
 
 HEX = "0123456789abcdef"
 

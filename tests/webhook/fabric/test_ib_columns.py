@@ -11,12 +11,12 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import ref
-from webhook.fabric import join
-from webhook.fabric.ib import cables, columns, domains, reader
-from webhook.fabric.ib.dump import Dump
 from webhook.fabric.levels import Positions
 from webhook.fabric.model import SourceError
-from webhook.fabric.textchunks import chunked, pieces
+from webhook.fabric.sources import join
+from webhook.fabric.sources.ib import cables, columns, domains, reader
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.textchunks import chunked, pieces
 
 # Real dumps printed by ibnetdiscover itself (the others went through a man page or a web page,
 # which turned tabs into spaces: the reader declines those).

@@ -11,12 +11,12 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import hca, ref, status
-from webhook.fabric import join
 from webhook.fabric.controller import CONDITION, FabricController
-from webhook.fabric.ib import reader
 from webhook.fabric.levels import LEAF_PAIR, Positions
 from webhook.fabric.model import SourceError
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
+from webhook.fabric.sources.ib import reader
 
 PSMN = ref("ibnetdiscover/psmn-x5.topofile")
 GUIDS = join.parse_map(ref("ibnetdiscover/psmn-x5.map"))

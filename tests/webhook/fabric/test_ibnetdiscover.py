@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.webhook.fabric.helpers import hca, ref, status, statuses_from_descriptions
-from webhook.fabric import join
-from webhook.fabric.ib import domains, reader
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import SourceError
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
+from webhook.fabric.sources.ib import domains, reader
 
 # (file, format, switches, CAs): counted with `grep -c '^Switch'` / `grep -c '^Ca'` on each file;
 # for the -p files, distinct SW / CA GUIDs on the lines (own and peer side).

@@ -12,7 +12,7 @@ import pytest
 from tests.webhook.fabric.helpers import ref
 from webhook.fabric.levels import LEAF, LEAF_PAIR, SPINE, Positions
 from webhook.fabric.model import SourceError
-from webhook.fabric.nodelabels import from_labels
+from webhook.fabric.sources.nodelabels import from_labels
 
 
 def test_aws_describe_instance_topology() -> None:

@@ -14,11 +14,12 @@ from common import nvlink
 from tests.nvl72 import cluster_uuid, domain, tray_status
 from tests.webhook.fabric.helpers import ref, ref_path, statuses_from_descriptions
 from webhook.__main__ import main
-from webhook.fabric import join, render
+from webhook.fabric import render
 from webhook.fabric.controller import FabricController
 from webhook.fabric.levels import Positions
 from webhook.fabric.nvdomains import nvlink_view
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
 
 DUMP = "ibnetdiscover/topograph-gb200-railopt-example.out"
 CLIQUE = "nvidia.com/gpu.clique"

@@ -15,11 +15,11 @@ import pytest
 
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import REF
-from webhook.fabric import parts
 from webhook.fabric.controller import CONDITION, FabricController
 from webhook.fabric.levels import Positions
-from webhook.fabric.source import derive, detect
-from webhook.fabric.split import configmaps, split
+from webhook.fabric.sources import parts
+from webhook.fabric.sources.formats import derive, detect
+from webhook.fabric.sources.split import configmaps, split
 
 SMALL = 8 * 1024  # a budget that cuts the small real dumps into several parts
 

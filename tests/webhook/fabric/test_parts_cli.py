@@ -12,8 +12,8 @@ import yaml
 from tests.fakes.fabric_dump import FatTree
 from tests.webhook.fabric.helpers import REF
 from webhook.__main__ import main
-from webhook.fabric.parts import PART_LABEL
-from webhook.fabric.split import configmaps, split
+from webhook.fabric.sources.parts import PART_LABEL
+from webhook.fabric.sources.split import configmaps, split
 
 MIB = 1 << 20
 PSMN = REF / "ibnetdiscover" / "psmn-x5.topofile"

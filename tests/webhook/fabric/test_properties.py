@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.fabric_dump import FatTree
-from webhook.fabric import join
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, NETWORK_LABELS, SPINE, Positions
 from webhook.fabric.names import is_label_value
-from webhook.fabric.source import derive
+from webhook.fabric.sources import join
+from webhook.fabric.sources.formats import derive
 
 trees = st.builds(
     FatTree,

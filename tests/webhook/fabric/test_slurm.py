@@ -10,8 +10,8 @@ from tests.webhook.fabric.helpers import ref
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import Fabric, SourceError
 from webhook.fabric.names import expand_hostlist
-from webhook.fabric.slurm import parse_conf, parse_yaml
-from webhook.fabric.source import derive
+from webhook.fabric.sources.formats import derive
+from webhook.fabric.sources.slurm import parse_conf, parse_yaml
 
 
 def _sections(text: str, separator: str) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 
 from webhook.fabric.levels import LEAF, LEAF_PAIR, LEAF_QUAD, SPINE, Positions
 from webhook.fabric.model import SourceError
-from webhook.fabric.source import derive
+from webhook.fabric.sources.formats import derive
 
 MAP = """
 spines:

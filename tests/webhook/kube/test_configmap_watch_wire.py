@@ -10,8 +10,8 @@ from typing import Any
 from tests.fakes.configmaps import ConfigMapApi, serving
 from tests.fakes.fabric_dump import FatTree
 from webhook.fabric.controller import CONDITION, FabricController
-from webhook.fabric.parts import CONFIGMAP, PART_LABEL
-from webhook.fabric.split import configmaps, split
+from webhook.fabric.sources.parts import CONFIGMAP, PART_LABEL
+from webhook.fabric.sources.split import configmaps, split
 from webhook.kube.client import configmap_list_watch
 
 NS = "gpufabric-system"

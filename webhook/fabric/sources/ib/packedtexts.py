@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ib.dump import Column
+from webhook.fabric.sources.ib.dump import Column
 
 I64 = NDArray[np.int64]
 U64 = NDArray[np.uint64]

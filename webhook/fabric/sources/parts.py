@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.fabric.model import SourceError
-from webhook.fabric.source import KEYS
+from webhook.fabric.sources.formats import KEYS
 
 CONFIGMAP = "gpufabric-topology"
 PART_LABEL = "gpufabric.io/topology-part"

@@ -1,6 +1,6 @@
 """A topology source cut into ConfigMap parts that each stay under the API's 1 MiB: one ConfigMap
 with the text in `data` when it fits, else gzip in `binaryData` over as many parts as needed,
-each part ending its own gzip member (see webhook/fabric/parts.py for how they are read back).
+each part ending its own gzip member (see parts.py for how they are read back).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.fabric.parts import COUNT_ANNOTATION, PART_LABEL, SHA256_ANNOTATION, part_name
+from webhook.fabric.sources.parts import COUNT_ANNOTATION, PART_LABEL, SHA256_ANNOTATION, part_name
 
 # Bytes of one part's value as the API stores it (JSON text of `data`, base64 of `binaryData`):
 # the API refuses a ConfigMap over 1 MiB, and name, labels and annotations need a little room.

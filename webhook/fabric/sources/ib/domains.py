@@ -13,12 +13,12 @@ from itertools import chain, pairwise, repeat
 
 import numpy as np
 
-from webhook.fabric.build import UnionFind, spines_from_parents
-from webhook.fabric.ib import guids
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.ib.reader import switch_name
 from webhook.fabric.model import Fabric, Leaf, Unplaced
 from webhook.fabric.names import natural_key, natural_ranks, natural_sorted
+from webhook.fabric.sources.build import UnionFind, spines_from_parents
+from webhook.fabric.sources.ib import guids
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.ib.reader import switch_name
 
 _DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
 

@@ -6,7 +6,7 @@ label goes; the named watch keeps it as part 0). Not thread-safe: the controller
 
 from __future__ import annotations
 
-from webhook.fabric.parts import Part
+from webhook.fabric.sources.parts import Part
 
 
 class Inbox:

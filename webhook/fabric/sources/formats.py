@@ -7,12 +7,12 @@ from collections.abc import Callable
 import yaml
 
 from common import yamlload
-from webhook.fabric import slurm, static
-from webhook.fabric.ib import domains, reader
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.join import NodeGuids
 from webhook.fabric.model import Fabric, SourceError
-from webhook.fabric.textchunks import Chunks, head
+from webhook.fabric.sources import slurm, static
+from webhook.fabric.sources.ib import domains, reader
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.join import NodeGuids
+from webhook.fabric.sources.textchunks import Chunks, head
 
 KEYS = ("ibnetdiscover", "topology.conf", "topology.yaml", "nodes.yaml")  # ConfigMap keys (DESIGN)
 

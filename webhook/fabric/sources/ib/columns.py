@@ -22,10 +22,10 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ib.cables import Blocks, Cables, assemble
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.ib.packedtexts import Words
-from webhook.fabric.textchunks import Chunks
+from webhook.fabric.sources.ib.cables import Blocks, Cables, assemble
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.ib.packedtexts import Words
+from webhook.fabric.sources.textchunks import Chunks
 
 I64 = NDArray[np.int64]
 U8 = NDArray[np.uint8]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.fabric.build import first_claim, load_yaml, yaml_hostlist
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
+from webhook.fabric.sources.build import first_claim, load_yaml, yaml_hostlist
 
 
 def looks_like(data: object) -> bool:

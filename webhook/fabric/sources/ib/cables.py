@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.ib.packedtexts import PackedTexts, Words
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.ib.packedtexts import PackedTexts, Words
 
 I64 = NDArray[np.int64]
 I32 = NDArray[np.int32]

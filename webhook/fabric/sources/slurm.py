@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.fabric.build import first_claim, load_yaml, spines_from_parents, yaml_hostlist
 from webhook.fabric.model import Fabric, Leaf, SourceError, Spine
 from webhook.fabric.names import expand_hostlist
+from webhook.fabric.sources.build import first_claim, load_yaml, spines_from_parents, yaml_hostlist
 
 _RECORD_KEYS = {
     "switchname": {"switchname", "nodes", "switches", "linkspeed"},

@@ -11,9 +11,9 @@ import logging
 import re
 from collections.abc import Callable
 
-from webhook.fabric.ib.dump import Dump
 from webhook.fabric.model import SourceError
-from webhook.fabric.textchunks import Chunks, chunked, head, lines, split
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.textchunks import Chunks, chunked, head, lines, split
 
 _log = logging.getLogger(__name__)
 _NODE = re.compile(
@@ -75,7 +75,7 @@ def parse(text: str | Chunks, on_fallback: Callable[[str], None] | None = None) 
     if kind == "ports":
         dump = _parse_ports(src)
     else:
-        from webhook.fabric.ib import columns  # NumPy: only where a dump is read
+        from webhook.fabric.sources.ib import columns  # NumPy: only where a dump is read
 
         # ibnetdiscover's own layout, read column-wise; anything else (or a problem to name)
         # goes through the line parser.

@@ -13,8 +13,8 @@ from itertools import chain
 import numpy as np
 from numpy.typing import NDArray
 
-from webhook.fabric.ib.dump import Dump
-from webhook.fabric.ib.reaches import Reaches
+from webhook.fabric.sources.ib.dump import Dump
+from webhook.fabric.sources.ib.reaches import Reaches
 
 I64 = NDArray[np.int64]
 
