@@ -29,7 +29,6 @@ from webhook.groups.names import LEVELS, Level
 from webhook.groups.preempt.budgets import Budget, budget_of
 from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
-from webhook.groups.ranks import free_ranks
 from webhook.groups.records import (
     PodRecord,
     as_running,
@@ -38,7 +37,8 @@ from webhook.groups.records import (
     pod_record,
     pod_ref,
 )
-from webhook.groups.seating import Seat, held_lowest, seat_new, seat_replacements, seat_words
+from webhook.groups.recovery import outcome, repromise, seat_again
+from webhook.groups.seating import Seat, seat_new, seat_words
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
@@ -164,7 +164,7 @@ class Placer:
         for rec in listed.values():
             was = old.get(rec.uid)
             self._keep(replace(rec, seen=was.seen if was is not None else now))
-        self._repromise()
+        repromise(self.view, self.pods.values())
         self.imex.synced = True  # from now on a group without pods is gone
         self.retry_all()
 
@@ -221,24 +221,6 @@ class Placer:
     def _gated(self, uid: str) -> bool:
         rec = self.pods.get(uid)
         return rec is not None and rec.gated and rec.member
-
-    def _repromise(self) -> None:
-        """After a restart: ungated, unbound members keep their GPUs promised in their domain."""
-        for rec in self.pods.values():
-            if rec.group is None or rec.gated or rec.node or not rec.member:
-                continue
-            where = parse_placement(rec.placement)
-            if where is None or where[0] not in LEVELS or rec.selector is None:
-                continue
-            ok = self.view.eligible(rec.selector)
-            own = held_lowest(rec.body, "", self.view)  # its own lowest domain, when held to one
-            fits = [
-                (self.view.free(n), n)
-                for n in self.view.domain_nodes(*(own or (where[0], where[1])))
-                if n in ok and self.view.free(n) >= rec.gpus
-            ]
-            if fits:
-                self.view.promise(rec.uid, min(fits)[1], rec.gpus)
 
     # -- the work ----------------------------------------------------------------------------
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
@@ -339,7 +321,7 @@ class Placer:
             return
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
-            self.metrics.decided(level or "none", _outcome(decided, within), took)
+            self.metrics.decided(level or "none", outcome(decided, within), took)
         self.imex.ensure(key, recs)  # its ComputeDomain before the gate goes
         gang = self.gang.ensure(key, spec.size, recs)  # its PodGroup, too
         if gang is not None:
@@ -374,20 +356,7 @@ class Placer:
             if isinstance(decision, Waiting):
                 return decision
             return seat_new(self.view, decision, req.members, fixed, unranked)
-        placed = [r for r in recs if not r.gated]
-        kept = [r.rank for r in placed if r.rank is not None and member_key(r) not in fixed]
-        ranks = {m.key: fixed[m.key] for m in req.members if m.key in fixed}
-        free = iter(free_ranks(size - len(unranked), [*fixed.values(), *kept]))
-        for m in sorted(req.members, key=lambda m: m.key):
-            if m.key not in ranks and m.key not in unranked:
-                ranks[m.key] = next(free, size)  # more members than ranks is refused above
-        lows = {}
-        for r in placed:
-            rank = fixed.get(member_key(r), r.rank)
-            low = held_lowest(r.body, r.node, self.view)
-            if rank is not None and low is not None:
-                lows[rank] = low
-        return seat_replacements(self.view, req, ranks, lows, self.policy)
+        return seat_again(self.view, req, recs, fixed, size, unranked, self.policy)
 
     def _apply(
         self, key: GroupKey, gated: list[PodRecord], seats: tuple[Seat, ...], recovery: bool
@@ -430,10 +399,3 @@ class Placer:
         self._said[(key, reason)] = (message, now)
         for rec in gated:
             self.api.event(pod_ref(rec), reason, message, kind)
-
-
-def _outcome(seats: tuple[Seat, ...], within: tuple[Level, str] | None) -> str:
-    domains = {s.domain for s in seats}
-    if within is not None:
-        return "recovered" if domains == {within[1]} else "moved"
-    return "spread" if len(domains) > 1 else "placed"
