@@ -27,7 +27,7 @@ from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
 from webhook.groups.preempt.budgets import Budget, budget_of
-from webhook.groups.preempt.order import OrderKey, differ, levels, order_key
+from webhook.groups.preempt.priority import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
 from webhook.groups.records import (
     PodRecord,
@@ -330,7 +330,7 @@ class Placer:
         self._apply(key, gated, decided, recovery=bool(recorded))
 
     def order_key(self, key: GroupKey) -> OrderKey:
-        """The order groups are tried in (DESIGN "Priority"; preempt/order.py)."""
+        """The order groups are tried in (DESIGN "Priority"; preempt/priority.py)."""
         return order_key(
             (r.priority, r.created, r.uid)
             for u in self.groups.get(key, ())
