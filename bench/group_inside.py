@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from group_sim import simulate
+from group_placing import simulate
 from group_workload import FABRICS, job_stream
 
 

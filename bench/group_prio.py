@@ -24,8 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from group_sim import pct
-from group_workload import FABRICS, Job, job_stream, node_objs, rule_level
+from group_workload import FABRICS, Job, job_stream, node_objs, pct, rule_level
 
 from webhook.groups.names import GATE, level_key
 from webhook.groups.placer import Placer

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 import random
 import statistics
 import sys
@@ -119,3 +120,10 @@ def rule_level(view: CapacityView, nodes: int) -> str:
         if max((len(ns) for _, ns in view.index()[level]), default=0) >= nodes:
             return level
     return levels[-1]
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, math.ceil(q * len(s)) - 1)]

@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from group_perf import NullApi, busy_pods
-from group_sim import pct
-from group_workload import ANY, FABRICS, node_objs
+from group_workload import ANY, FABRICS, node_objs, pct
 
 from webhook.groups.choose import decide
 from webhook.groups.decision import Member, Placed, Request

@@ -33,8 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from group_perf import NullApi
-from group_sim import pct
-from group_workload import ANY, FABRICS, node_objs
+from group_workload import ANY, FABRICS, node_objs, pct
 
 from webhook.groups.choose import chosen_level, decide
 from webhook.groups.decision import Member, Request, Waiting
