@@ -15,12 +15,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.names import LEVELS, Level, level_key
-from webhook.groups.objects import NodeInfo, node_info
-from webhook.groups.objects import pod_gpus as pod_gpus  # re-exported for webhook/admission
 from webhook.groups.fabricorder import LEAF as LEAF
 from webhook.groups.fabricorder import FabricOrder, Index, Where
 from webhook.groups.fabricorder import fabric_order as fabric_order
+from webhook.groups.names import LEVELS, Level, level_key
+from webhook.groups.objects import NodeInfo, node_info
+from webhook.groups.objects import pod_gpus as pod_gpus  # re-exported for webhook/admission
 from webhook.groups.ranks import lowest
 from webhook.groups.selector import Selector, admitting
 from webhook.groups.tally import Tally
