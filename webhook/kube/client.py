@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -125,6 +126,53 @@ def custom_list_watch(
             objects.list_cluster_custom_object, api.GROUP, api.VERSION, plural, version=version
         )
         for event in events:
+            yield {"type": event["type"], "object": without_managed_fields(event["object"])}
+
+    return lister, watcher
+
+
+def served_list_watch(
+    api_client: client.ApiClient,
+    kind: tuple[str, str, str],
+    served: Callable[[bool], None],
+    recheck: float,
+    label_selector: str | None = None,
+) -> tuple[Lister, Watcher]:
+    """List+watch, cluster-wide, a kind (group, version, plural) the cluster may not serve (a CRD
+    not installed, an API group switched off): each list ends with `served` (before its sink hears
+    it is done). Where the API server answers 404, the list is empty, and the watch waits
+    `recheck` seconds and asks for a new list: no failing watch, a cluster without it is healthy."""
+    objects = client.CustomObjectsApi(api_client)
+    method = objects.list_cluster_custom_object
+    missing = [False]
+
+    def fetch(token: str | None) -> Any:
+        return method(
+            *kind,
+            label_selector=label_selector,
+            limit=PAGE,
+            _continue=token,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def lister() -> Iterator[Page]:
+        try:
+            yield from pages(fetch, without_managed_fields)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            missing[0] = True
+            yield Page([], "")
+        else:
+            missing[0] = False
+        served(not missing[0])
+
+    def watcher(version: str) -> Iterable[Obj]:
+        if missing[0]:
+            time.sleep(recheck)
+            raise Gone()
+        for event in watch_events(method, *kind, version=version, label_selector=label_selector):
             yield {"type": event["type"], "object": without_managed_fields(event["object"])}
 
     return lister, watcher

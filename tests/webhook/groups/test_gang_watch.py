@@ -87,3 +87,39 @@ def test_podgroups_unserved_then_served_reach_admission(monkeypatch: pytest.Monk
     assert book.served is True and names_podgroup()
     assert list(book.by_name) == [("burst", "gpufabric-g")]
     assert set(FakeObjects.asked) == {"app.kubernetes.io/managed-by=gpufabric-placer"}
+
+
+def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhook.kube.watch import Gone
+
+    asked: list[dict[str, Any]] = []
+    state = {"served": False}
+    pg = {"metadata": {"name": "gpufabric-train", "namespace": "team-a", "uid": "pg-1"}}
+
+    class Response:
+        data = json.dumps({"metadata": {"resourceVersion": "9"}, "items": [pg]}).encode()
+
+    class FakeObjects:
+        def __init__(self, api_client: Any = None) -> None:
+            pass
+
+        def list_cluster_custom_object(self, *kind: str, **kw: Any) -> Any:
+            asked.append({"kind": kind, "labelSelector": kw.get("label_selector")})
+            if not state["served"]:
+                raise ApiException(status=404, reason="Not Found")
+            return Response()
+
+    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
+    said: list[bool] = []
+    lister, watcher = kube.podgroup_list_watch(client.ApiClient(), said.append, recheck=0)
+    assert [p.items for p in lister()] == [[]] and said == [False]
+    with pytest.raises(Gone):  # a relist after `recheck`: no failing watch
+        list(watcher(""))
+    state["served"] = True
+    assert [p.items for p in lister()] == [[pg]] and said == [False, True]
+    assert asked[0] == {
+        "kind": ("scheduling.k8s.io", "v1alpha2", "podgroups"),
+        "labelSelector": "app.kubernetes.io/managed-by=gpufabric-placer",
+    }

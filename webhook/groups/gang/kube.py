@@ -9,8 +9,7 @@ list is then empty and asked again every RECHECK seconds. The webhook keeps the 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -18,8 +17,8 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.gang.names import LABEL_MANAGED, MANAGER, PG_GROUP, PG_PLURAL, PG_VERSION
 from webhook.groups.gang.podgroups import Book
-from webhook.kube.client import pages, watch_events, without_managed_fields
-from webhook.kube.watch import Gathered, Gone, Lister, ListWatch, Obj, Page, Watcher
+from webhook.kube.client import served_list_watch
+from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
 _WRITE_TIMEOUT = 2  # as the placer's other writes (groups/kube.py): a demoted leader stops fast
@@ -81,46 +80,11 @@ class KubeGangApi:
 def podgroup_list_watch(
     api_client: client.ApiClient, served: Callable[[bool], None], recheck: float | None = None
 ) -> tuple[Lister, Watcher]:
-    """The PodGroups the placer made, in every namespace (RBAC: podgroups list, watch); each list
-    ends with `served`. Not served: an empty list, and the watch asks for a new list after
-    `recheck` seconds (a cluster without PodGroups is healthy, not a failing watch)."""
-    objects = client.CustomObjectsApi(api_client)
-    method = objects.list_cluster_custom_object
-    missing = [False]
-
-    def fetch(token: str | None) -> Any:
-        return method(
-            PG_GROUP,
-            PG_VERSION,
-            PG_PLURAL,
-            label_selector=_OURS,
-            limit=500,
-            _continue=token,
-            _preload_content=False,
-            _request_timeout=_TIMEOUT * 3,
-        )
-
-    def lister() -> Iterator[Page]:
-        try:
-            yield from pages(fetch, without_managed_fields)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            missing[0] = True
-            yield Page([], "")
-        else:
-            missing[0] = False
-        served(not missing[0])
-
-    def watcher(version: str) -> Iterable[Obj]:
-        if missing[0]:
-            time.sleep(RECHECK if recheck is None else recheck)
-            raise Gone()
-        yield from watch_events(
-            method, PG_GROUP, PG_VERSION, PG_PLURAL, version=version, label_selector=_OURS
-        )
-
-    return lister, watcher
+    """The PodGroups the placer made, in every namespace (RBAC: podgroups list, watch); a cluster
+    that does not serve them lists none and is asked again every `recheck` seconds."""
+    kind = (PG_GROUP, PG_VERSION, PG_PLURAL)
+    wait = RECHECK if recheck is None else recheck
+    return served_list_watch(api_client, kind, served, wait, label_selector=_OURS)
 
 
 def podgroup_watch(

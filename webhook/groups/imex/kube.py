@@ -4,8 +4,7 @@ the package that imports kubernetes."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -15,8 +14,8 @@ from webhook.groups.imex.domains import Book
 from webhook.groups.imex.names import CD_GROUP, CD_PLURAL, CD_VERSION
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Rejected
-from webhook.kube.client import pages, watch_events, without_managed_fields
-from webhook.kube.watch import Gathered, Gone, Lister, ListWatch, Obj, Page, Watcher
+from webhook.kube.client import served_list_watch
+from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
 _WRITE_TIMEOUT = 2  # as the placer's pod writes: a demoted leader stops within its lease
@@ -26,46 +25,9 @@ RECHECK = 60.0  # seconds between two questions whether the kind is served, whil
 def domain_list_watch(
     api_client: client.ApiClient, served: Callable[[bool], None], recheck: float = RECHECK
 ) -> tuple[Lister, Watcher]:
-    """Lister and Watcher of computedomains.resource.nvidia.com; each list ends with `served`
-    (before its sink hears it is done). Where the API server does not serve them, the list is
-    empty, and its watch waits `recheck` seconds and asks for a new list (no failing watch: a
-    cluster without the driver is healthy)."""
-    objects = client.CustomObjectsApi(api_client)
-    missing = [False]
-
-    def fetch(token: str | None) -> Any:
-        return objects.list_cluster_custom_object(
-            CD_GROUP,
-            CD_VERSION,
-            CD_PLURAL,
-            limit=500,
-            _continue=token,
-            _preload_content=False,
-            _request_timeout=_TIMEOUT,
-        )
-
-    def lister() -> Iterator[Page]:
-        try:
-            yield from pages(fetch, without_managed_fields)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            missing[0] = True
-            yield Page([], "")
-        else:
-            missing[0] = False
-        served(not missing[0])
-
-    def watcher(version: str) -> Iterable[Obj]:
-        if missing[0]:
-            time.sleep(recheck)
-            raise Gone()
-        for event in watch_events(
-            objects.list_cluster_custom_object, CD_GROUP, CD_VERSION, CD_PLURAL, version=version
-        ):
-            yield {"type": event["type"], "object": without_managed_fields(event["object"])}
-
-    return lister, watcher
+    """Lister and Watcher of computedomains.resource.nvidia.com, every namespace; a cluster
+    without the driver lists none and is asked again every `recheck` seconds."""
+    return served_list_watch(api_client, (CD_GROUP, CD_VERSION, CD_PLURAL), served, recheck)
 
 
 class KubeDomainApi:
