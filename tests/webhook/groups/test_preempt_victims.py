@@ -102,3 +102,18 @@ def test_the_index_after_any_sequence_equals_one_built_afresh() -> None:
             fresh.put(r)
         for level in ("leaf", "leaf-pair"):
             assert index.domains(view, level) == fresh.domains(view, level)
+
+
+def test_one_member_a_node_frees_one_slot_on_each_of_as_many_nodes() -> None:
+    # An IMEX group (issue 31): 4 members of 1 GPU, one a node. Node 0 runs 1-GPU pods at 100,
+    # nodes 1-3 1-GPU pods at 200: GPUs alone would take four pods of node 0; one a node needs
+    # a pod on each of four nodes.
+    pods = [run(f"p{n}-{k}", n, 1, 100 if n == 0 else 200) for n in range(4) for k in range(8)]
+    view, index = world(pods, nodes=4)
+    whole = tuple(Member(f"g/{i}", 1, ANY, whole=True) for i in range(4))
+    plan = choose(view, index, whole, "leaf", 1000).plan
+    assert plan is not None
+    assert sorted({v.node for v in plan.victims}) == [f"node-{n:04d}" for n in range(4)]
+    assert len(plan.victims) == 4
+    plain = choose(view, index, members(4, gpus=1), "leaf", 1000).plan
+    assert plain is not None and {v.node for v in plain.victims} == {"node-0000"}

@@ -70,14 +70,21 @@ class _Room:
         self.free = {n: fit.view.free(n) + leaving.get(n, 0) for n in nodes}
         self.per = fit.uniform[1] if fit.uniform is not None else 0
         ok = fit.shapes[fit.uniform[0]] if fit.uniform is not None else frozenset()
-        self.ok = ok
-        self.slots = sum(f // self.per for n, f in self.free.items() if n in ok) if self.per else 0
+        avoid = {n for m in fit.members for n in m.avoid}  # its group's IMEX channels are there
+        self.ok = ok - avoid if avoid else ok
+        self.one = any(m.whole for m in fit.members)  # one member a node (IMEX channel)
+        self.slots = sum(self._slots(f) for n, f in self.free.items() if n in self.ok)
+
+    def _slots(self, free: int) -> int:
+        if not self.per:
+            return 0
+        return min(1, free // self.per) if self.one else free // self.per
 
     def move(self, node: str, gpus: int) -> None:
         before = self.free[node]
         self.free[node] = before + gpus
         if self.per and node in self.ok:
-            self.slots += (before + gpus) // self.per - before // self.per
+            self.slots += self._slots(before + gpus) - self._slots(before)
 
     def fits(self) -> bool:
         if self.fit.uniform is not None:
