@@ -44,6 +44,20 @@ def test_block_reads_back_into_the_same_leaves_pairs_and_quads() -> None:
     assert empty == [4, 5, 6, 7, 9]  # after spine A's quad, and spine B's empty slot
 
 
+def test_23_11_block_levels_read_back_like_25_05_block_sizes() -> None:
+    # One spine of 8 equal leaves: the one shape 23.11 (BlockLevels, equal blocks) reads as is.
+    leaves = tuple(Leaf(f"l{i}", (), nodes(f"gpu-l{i}", 4)) for i in range(8))
+    ours = Positions(Fabric("test", (Spine("S", (), leaves),)))
+    old, new = slurm.block(build(ours), "23.11"), slurm.block(build(ours), "25.05")
+    assert old.splitlines()[-1] == "BlockLevels=0,1,2,3"
+    assert new.splitlines()[-1] == "BlockSizes=4,8,16,32"
+    back_old, back_new = Positions(parse_conf(old)), Positions(parse_conf(new))
+    for level in ("leaf", "leaf-pair", "leaf-quad", "spine"):
+        assert _partition(back_old, level) == _partition(back_new, level), level
+        assert _partition(back_old, level) == _partition(ours, level), level
+    assert len(_partition(back_old, "leaf-quad")) == 2 and len(_partition(back_old, "spine")) == 1
+
+
 def test_block_keeps_fabric_order() -> None:
     text = slurm.block(build(_even()))
     firsts = [

@@ -130,6 +130,32 @@ def test_empty_placeholder_blocks_keep_alignment() -> None:
     assert pos.labels_for_node("n3")[LEAF_QUAD] == "b1"
 
 
+def test_block_levels_of_slurm_23_11() -> None:
+    # 23.11 topology_block.c `_read_topo_file`: BlockLevels is a bit_unfmt level list ("0-2,4");
+    # the highest level's 2^L blocks make the spine, as BlockSizes' largest size does.
+    blocks = "".join(f"BlockName=b{i} Nodes=n[{2 * i + 1}-{2 * i + 2}]\n" for i in range(6))
+    assert _shape(derive(blocks + "blocklevels=0-1,2\n", "topology.conf")) == [
+        ("b0", [(f"b{i}", 2) for i in range(4)]),
+        ("b4", [("b4", 2), ("b5", 2)]),
+    ]
+    pos = Positions(derive(blocks + "BlockLevels=0,1\n"))  # also found without a file name
+    assert pos.labels_for_node("n4")[SPINE] == "b0" and pos.labels_for_node("n5")[SPINE] == "b2"
+
+
+@pytest.mark.parametrize(
+    ("levels", "message"),
+    [
+        ("BlockLevels=0,16", "line 2: block level 16 is over 15"),
+        ("BlockLevels=0,x", "line 2: BlockLevels must be a comma list"),
+        ("BlockLevels=2-1", "line 2: BlockLevels must be a comma list"),
+        ("BlockLevels=0,1\nBlockSizes=2,4", "topology.conf has both BlockSizes"),
+    ],
+)
+def test_bad_block_levels(levels: str, message: str) -> None:
+    with pytest.raises(SourceError, match=f"^{message}"):
+        derive(f"BlockName=b1 Nodes=n[1-2]\n{levels}\n", "topology.conf")
+
+
 def test_case_insensitive_keys_comments_continuations() -> None:
     text = "switchname=a nodes=x[1-2] # leaf\nSWITCHNAME=top \\\n  SWITCHES=a\n"
     assert _shape(derive(text)) == [("top", [("a", 2)])]

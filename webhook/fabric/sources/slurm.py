@@ -4,6 +4,9 @@ Sources: slurm doc/man/man5/topology.conf.5, topology.yaml.5, src/plugins/topolo
 shared/notes/fabric_topology.md §4). Keys are case-insensitive, `#` starts a comment, node and
 switch lists are hostlist expressions. Block adjacency is file order, exactly as Slurm aligns it:
 base blocks i and j share a level-L block when i>>L == j>>L; empty blocks are placeholder slots.
+The levels come from `BlockSizes` (24.05 and later) or, in a 23.11 file, `BlockLevels`: level
+numbers, level L aggregating 2^L blocks of the one block size (23.11
+src/plugins/topology/block/topology_block.c `_read_topo_file`, read by `bit_unfmt`: "0-2,4").
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ _RECORD_KEYS = {
     "switchname": {"switchname", "nodes", "switches", "linkspeed"},
     "blockname": {"blockname", "nodes"},
     "blocksizes": {"blocksizes"},
+    "blocklevels": {"blocklevels"},
 }
 _DEFAULT_BLOCK_LEVELS = 4  # Slurm's default BlockSizes: base x 1, 2, 4, 8, 16
+_MAX_BLOCK_LEVEL = 15  # 23.11 `bit_alloc(16)` for BlockLevels
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +43,7 @@ class _Switch:
 def looks_like_conf(text: str) -> bool:
     return bool(
         re.search(
-            r"^\s*(switchname|blockname|blocksizes|ringname)\s*=",
+            r"^\s*(switchname|blockname|blocksizes|blocklevels|ringname)\s*=",
             text,
             re.IGNORECASE | re.MULTILINE,
         )
@@ -93,7 +98,7 @@ def parse_conf(text: str) -> Fabric:
     kinds = {kind for _, kind, _ in records}
     if not records:
         raise SourceError("no SwitchName= or BlockName= line in topology.conf")
-    if "switchname" in kinds and kinds & {"blockname", "blocksizes"}:
+    if "switchname" in kinds and kinds & {"blockname", "blocksizes", "blocklevels"}:
         raise SourceError("topology.conf mixes tree (SwitchName) and block (BlockName) lines")
     lines = text.splitlines()
     if "switchname" in kinds:
@@ -110,11 +115,16 @@ def parse_conf(text: str) -> Fabric:
             )
         _once((s.name, f"line {s.line}") for s in switches)
         return tree_fabric("topology.conf", switches)
+    if {"blocksizes", "blocklevels"} <= kinds:
+        raise SourceError("topology.conf has both BlockSizes (24.05+) and BlockLevels (23.11)")
     blocks: list[tuple[str, tuple[str, ...], int]] = []
     sizes: list[int] = []
+    top: int | None = None
     for no, kind, f in records:
         raw = lines[no - 1]
-        if kind == "blocksizes":
+        if kind == "blocklevels":
+            top = max(_block_levels(f["blocklevels"], no, raw))
+        elif kind == "blocksizes":
             try:
                 sizes = [int(x) for x in f["blocksizes"].split(",") if x.strip()]
             except ValueError:
@@ -122,7 +132,7 @@ def parse_conf(text: str) -> Fabric:
             _check_sizes(sizes, no, raw)
         else:
             blocks.append((f["blockname"], _hostlist(f.get("nodes", ""), no, raw), no))
-    return block_fabric("topology.conf", blocks, sizes)
+    return block_fabric("topology.conf", blocks, sizes, top)
 
 
 def _once(switches: Iterable[tuple[str, str]]) -> None:
@@ -132,6 +142,19 @@ def _once(switches: Iterable[tuple[str, str]]) -> None:
     for name, where in switches:
         if (before := first.setdefault(name, where)) != where:
             raise SourceError(f"switch {name} is defined twice ({before} and {where})")
+
+
+def _block_levels(value: str, no: int, raw: str) -> list[int]:
+    """23.11's BlockLevels: level numbers and ranges ("0,1,2", "0-4"), each 0-15."""
+    levels: list[int] = []
+    for part in value.split(","):
+        found = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not found or int(found[1]) > int(found[2] or found[1]):
+            raise SourceError("BlockLevels must be a comma list of levels (0-15)", no, raw)
+        levels.extend(range(int(found[1]), int(found[2] or found[1]) + 1))
+    if max(levels) > _MAX_BLOCK_LEVEL:
+        raise SourceError(f"block level {max(levels)} is over {_MAX_BLOCK_LEVEL}", no, raw)
+    return levels
 
 
 def _check_sizes(sizes: Sequence[int], no: int | None, raw: str) -> None:
@@ -169,11 +192,18 @@ def tree_fabric(source: str, switches: Sequence[_Switch]) -> Fabric:
 
 
 def block_fabric(
-    source: str, blocks: Sequence[tuple[str, tuple[str, ...], int]], sizes: Sequence[int]
+    source: str,
+    blocks: Sequence[tuple[str, tuple[str, ...], int]],
+    sizes: Sequence[int],
+    top: int | None = None,
 ) -> Fabric:
+    """Blocks in file order, a spine per top-level aggregate: from BlockSizes, or `top`, the
+    highest of 23.11's BlockLevels."""
     if not blocks:
         raise SourceError("no BlockName= entries")
     levels = int(math.log2(sizes[-1] // sizes[0])) if sizes else _DEFAULT_BLOCK_LEVELS
+    if top is not None:
+        levels = top
     placed, unplaced, problems = first_claim(
         (n, name, f"line {no}") for name, nodes, no in blocks for n in nodes
     )
