@@ -105,7 +105,8 @@ def agrees(text: str, release: str, fabric: Domains) -> tuple[Blocks, list[int]]
     """Slurm `release` reads `text` (slurm_rules) as exactly the fabric's domains; AssertionError
     naming what differs. The blocks are the lowest domains, each once; every aggregate Slurm forms
     at an enforced level, and every one `scontrol show topology` lists, is a domain of the fabric
-    and inside one spine; every domain is a block or a listed aggregate; a job no spine holds is
+    and inside one spine; every domain is a block or a listed aggregate (before 24.11, which lists
+    none, an aggregate of an enforced level); a job no spine holds is
     refused; a job of a pair's, quad's or spine's size is placed inside one domain of that level.
     Returned: the blocks, and the sizes of domains Slurm refuses although the domain holds them
     (its level sized by the base: slurm-block-rules.md row 10), for the caller to check."""
@@ -118,6 +119,8 @@ def agrees(text: str, release: str, fabric: Domains) -> tuple[Blocks, list[int]]
             if group:
                 assert fabric.level_of(group), f"level {level}: {sorted(group)} is no domain"
                 assert fabric.inside(group, "spine")
+                if blocks.version < (24, 11):  # listed nowhere (`listed`): placement's only
+                    shown.add(group)
     for _, nodes in blocks.listed():
         if nodes:
             assert fabric.level_of(frozenset(nodes)), f"listed {nodes} is no domain"

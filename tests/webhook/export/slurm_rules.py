@@ -45,6 +45,7 @@ class Blocks:
     nodes: tuple[tuple[str, ...], ...]  # per block, file order; () for a block without Nodes=
     base: int
     levels: frozenset[int]
+    version: tuple[int, int] = (25, 5)  # the reading release: what `listed()` shows
 
     def level(self, k: int) -> int:
         """The level eval_nodes_block places a k-node job at; -1: all blocks as one."""
@@ -65,7 +66,11 @@ class Blocks:
         """(level, nodes) of each aggregate `scontrol show topology` lists (row 13;
         `block_record_validate`): the enforced levels up to the first that holds every block; at
         block i of a level-L aggregate start, none when 2^L passes the blocks left and the level
-        below already holds them."""
+        below already holds them. Before 24.11 none: `topology_p_topology_get` returns only the
+        file's blocks (`block_record_cnt`; 23.11.11 topology_block.c, 24.05.8 topology_block.c:263;
+        the aggregate records, `ablock_record_cnt`, came with 24.11's block_record.c)."""
+        if self.version < (24, 11):
+            return []
         sizes = []
         for level in sorted(self.levels):
             sizes.append(1 << level)
@@ -126,7 +131,7 @@ def read(text: str, version: tuple[int, int]) -> Blocks:
                 raise Fatal(
                     f"Block configuration ({name}) children count lower than bblock_node_cnt"
                 )
-    return Blocks(tuple(names), tuple(nodes), base, levels)
+    return Blocks(tuple(names), tuple(nodes), base, levels, version)
 
 
 def _levels(sizes: list[int] | None, nodes: list[tuple[str, ...]]) -> tuple[int, frozenset[int]]:
