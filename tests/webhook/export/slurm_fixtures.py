@@ -62,6 +62,8 @@ FIXTURES: dict[str, Callable[[], tuple[Positions, dict[str, str]]]] = {
     # Beside the four: one spine of equal leaves (what 23.11 and 24.x can read), and
     # NVL72 racks two to a leaf domain (blocks below the leaf level).
     "equal-1-spine": lambda: (Positions(hand((4, 4, 4))), {}),
+    # Six equal leaves: pairs, quads and a short tail quad that 23.11 and 24.x read too.
+    "equal-6-1-spine": lambda: (Positions(hand((4,) * 6)), {}),
 }
 
 

@@ -22,9 +22,14 @@ REPO = Path(__file__).resolve().parents[3]
 ROOT = Path(os.environ.get("GPUFABRIC_SLURM_BUILD") or REPO.parent / "slurm-build")
 BUILD = "bash hack/slurm-build.sh 25.05"  # what the skip message names
 _PLACED = re.compile(r"on nodes (\S+) in partition")
-_FRESH_STATE = re.compile(
+# Log errors that are no topology's: an empty StateSaveLocation (24.11 and earlier log it as an
+# error: 24.11.7 src/slurmctld/node_mgr.c:260-264; 25.05 "No node state file ... to recover"), and
+# 25.11's URL parser, loaded by every conmgr (25.11.7 src/conmgr/conmgr.c:160 `url_parser_g_init`,
+# not behind disable_http) from libhttp_parser, which hack/slurm-build.sh does not need.
+_NOT_TOPOLOGY = re.compile(
     r"error: (Could not open \w+ state file \S+: No such file or directory"
-    r"|NOTE: Trying backup state save file\.)"
+    r"|NOTE: Trying backup state save file\."
+    r"|cannot create url_parser context for http_parser/libhttp_parser$)"
 )
 
 
@@ -79,13 +84,11 @@ class Ctld:
         return None
 
     def problems(self) -> list[str]:
-        """The log's errors, less those of an empty StateSaveLocation, which 24.11 and earlier
-        log as errors (24.11.7 src/slurmctld/node_mgr.c:260-264 "Could not open node state
-        file", "Trying backup state save file"; from 25.05 "No node state file ... to recover")."""
+        """The log's errors and fatal errors, less those that are no topology's (_NOT_TOPOLOGY)."""
         return [
             ln
             for ln in self.log.read_text().splitlines()
-            if ("error:" in ln or "fatal:" in ln) and not _FRESH_STATE.search(ln)
+            if ("error:" in ln or "fatal:" in ln) and not _NOT_TOPOLOGY.search(ln)
         ]
 
 

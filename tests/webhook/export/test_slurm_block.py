@@ -25,7 +25,7 @@ RELEASES = list(slurm_block.RELEASES)
 OLD = {"23.11", "24.05", "24.11"}  # no empty blocks, none of another size
 # Hand-reviewed: what each fixture gets before 25.05, and the sizes of pair, quad or spine
 # domains Slurm refuses although the domain holds them (its level sized by the base, rule 10).
-PRINTED_BEFORE_25_05 = {"equal-1-spine"}
+PRINTED_BEFORE_25_05 = {"equal-1-spine", "equal-6-1-spine"}
 REFUSED_SIZES = {"psmn-x5": [86]}  # one spine of 86 nodes, quads of 58 and 28: -N 86 asks a quad
 
 
