@@ -20,7 +20,9 @@ from webhook.fabric.names import compress_hostlist, expand_hostlist
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT = Path(os.environ.get("GPUFABRIC_SLURM_BUILD") or REPO.parent / "slurm-build")
-BUILD = "bash hack/slurm-build.sh 25.05"  # what the skip message names
+BUILD = (
+    "bash hack/slurm-build.sh 25.05"  # what the skip message names (any of 23.11-26.05 runs too)
+)
 _PLACED = re.compile(r"on nodes (\S+) in partition")
 # Log errors that are no topology's: an empty StateSaveLocation (24.11 and earlier log it as an
 # error: 24.11.7 src/slurmctld/node_mgr.c:260-264; 25.05 "No node state file ... to recover"), and

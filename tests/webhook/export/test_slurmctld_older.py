@@ -13,7 +13,7 @@ import pytest
 
 from tests.webhook.export.slurm_fixtures import version
 from tests.webhook.export.slurm_rules import Fatal, read
-from tests.webhook.export.slurmctld import BUILD, builds, slurmctld
+from tests.webhook.export.slurmctld import builds, slurmctld
 from webhook.fabric.names import expand_hostlist
 
 BUILDS = builds()
@@ -54,7 +54,9 @@ def test_slurmctld_stops_on_what_the_refusal_avoids(
     case: str, release: str, tmp_path: Path
 ) -> None:
     if release not in BUILDS:
-        pytest.skip(f"no Slurm build before 25.05 beside the clone: run `{BUILD}` with 24.11")
+        pytest.skip(
+            "no Slurm build before 25.05 beside the clone: run `bash hack/slurm-build.sh 24.11`"
+        )
     text = _blocks(*CASES[case], release)
     with pytest.raises(Fatal) as predicted:
         read(text, version(release))
@@ -71,7 +73,9 @@ def test_slurmctld_spreads_a_job_past_the_top_level_over_both_spines(
     release: str, tmp_path: Path
 ) -> None:
     if release not in BUILDS:
-        pytest.skip(f"no Slurm build before 25.05 beside the clone: run `{BUILD}` with 24.11")
+        pytest.skip(
+            "no Slurm build before 25.05 beside the clone: run `bash hack/slurm-build.sh 24.11`"
+        )
     # Spines n0-n3 and n4-n7 of four leaves of 4: the top level (2: 16 nodes) is one spine.
     text = _blocks((4,) * 8, (0, 1, 2), release)
     blocks = read(text, version(release))
