@@ -46,7 +46,9 @@ class SimApi:
     def event(self, pod: Any, reason: str, message: str, kind: str) -> None:
         return None
 
-    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
         if not dry_run:
             self.evicted.append(name)
         return "evicted", ""

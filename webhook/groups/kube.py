@@ -100,10 +100,13 @@ class KubePlacerApi:
                 raise Rejected(f"{namespace}/{name}: HTTP {err.status}") from err
             raise
 
-    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
         """policy/v1 Eviction (RBAC: pods/eviction create): the API server honours
         PodDisruptionBudgets (429) and marks the pod DisruptionTarget (EvictionByEvictionAPI);
-        `dry_run` asks the same question and evicts nothing (deleteOptions.dryRun ["All"]).
+        `dry_run` asks the same question and evicts nothing (deleteOptions.dryRun ["All"]);
+        `uid`: only that pod (a precondition: another pod of the name now is "gone", 409).
         Any other failure (500: the pod is under two budgets; 403; a timeout) refuses too, so
         a plan stops instead of going on with part of its victims."""
         body: Any = {
@@ -111,13 +114,20 @@ class KubePlacerApi:
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        options: dict[str, Any] = {}
         if dry_run:
-            body["deleteOptions"] = {"dryRun": ["All"]}
+            options["dryRun"] = ["All"]
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        if options:
+            body["deleteOptions"] = options
         try:
             self.core.create_namespaced_pod_eviction(
                 name, namespace, body, _request_timeout=_WRITE_TIMEOUT
             )
         except ApiException as err:
+            if err.status == 409 and uid:
+                return "gone", ""
             return eviction_outcome(err.status, err.body)
         except Exception as err:  # noqa: BLE001 - a lost answer: the plan stops here
             return "blocked", f"no answer from the API server: {err}"

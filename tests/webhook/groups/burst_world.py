@@ -25,6 +25,7 @@ from webhook.groups.admit import admit_group
 from webhook.groups.gang.fields import named_group
 from webhook.groups.gang.place import Gang
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.state import Outcome
 from webhook.kube.nodeselector import pod_admits
 
 Pod = dict[str, Any]
@@ -60,11 +61,15 @@ class GangApi(FakeApi):
             del self.podgroups[(namespace, name)]
             self.log.append(("podgroup-deleted", name))
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        pod = self.pods.get((namespace, name))
-        if pod is not None and pod["metadata"]["uid"] == uid:
-            self.remove(pod)
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
+        """FakeApi's Eviction (budgets counted), and an evicted pod deleted at once."""
+        outcome, why = super().evict_pod(namespace, name, dry_run, uid)
+        if outcome == "evicted" and not dry_run:
+            self.remove(self.pods[(namespace, name)])
             self.log.append(("evict", name))
+        return outcome, why
 
     def remove(self, pod: Pod) -> None:
         del self.pods[(pod["metadata"]["namespace"], pod["metadata"]["name"])]

@@ -3,7 +3,8 @@ does (a failing `test` op is HTTP 422, an unknown pod 404), enforces what may ch
 gated (KEP-3838, shared/notes/k8s_placement.md 4.4), answers Eviction as kube-apiserver's
 pods/eviction does (pkg/registry/core/pod/storage/eviction.go: 201 with a Success Status, 429
 TooManyRequests naming the PodDisruptionBudget, 404 for a pod already gone, 500 for a pod that
-two budgets select; a terminating pod skips the budget check; an eviction spends one of the
+two budgets select; a terminating pod, and one Pending, Succeeded or Failed, skips the budget
+check; an eviction spends one of the
 budget's status.disruptionsAllowed and lists the pod in status.disruptedPods, a dry run
 (deleteOptions.dryRun ["All"]) checks the same and changes nothing; an evicted pod gets
 deletionTimestamp and the DisruptionTarget condition), and records Events."""
@@ -149,8 +150,10 @@ class FakeApi:
         if pod is None:
             return 404, status(404, "NotFound", f'pods "{name}" not found')
         labels = pod["metadata"].get("labels") or {}
-        if not pod["metadata"].get("deletionTimestamp"):  # a terminating pod skips the PDB check
-            pdbs = self._selecting(namespace, labels)
+        phase = (pod.get("status") or {}).get("phase")
+        # a terminating pod, and one that is not Running (Pending, or done), skip the budgets
+        if not pod["metadata"].get("deletionTimestamp"):
+            pdbs = self._selecting(namespace, labels) if phase not in _IGNORE_PDB else []
             if len(pdbs) > 1:
                 return 500, status(
                     500,
@@ -191,13 +194,21 @@ class FakeApi:
                 )
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
 
-    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
+        pod = self.pods.get((namespace, name))
+        if uid and pod is not None and pod["metadata"].get("uid") != uid:
+            return "gone", ""  # 409 on the UID precondition: another pod of the name now
         code, body = self.eviction(namespace, name, dry_run)
         (self.dry_runs if dry_run else self.evictions).append((name, code))
         return eviction_outcome(code, json.dumps(body))
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         self.events.append((pod["metadata"]["name"], reason, message))
+
+
+_IGNORE_PDB = ("Pending", "Succeeded", "Failed")  # eviction.go canIgnorePDB
 
 
 def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

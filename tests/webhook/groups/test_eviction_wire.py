@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.http import api_client, reply
 from tests.webhook.groups.fabric import gpu_pod
-from tests.webhook.groups.fake_api import FakeApi
+from tests.webhook.groups.fake_api import FakeApi, status
 from webhook.groups.kube import KubePlacerApi
 
 
@@ -27,8 +27,14 @@ def server() -> Iterator[tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]]]:
             body = json.loads(self.rfile.read(length))
             seen.append({"path": self.path, "body": body})
             parts = self.path.split("/")  # /api/v1/namespaces/NS/pods/NAME/eviction
-            dry = (body.get("deleteOptions") or {}).get("dryRun") == ["All"]
-            code, answer = fake.eviction(parts[4], parts[6], dry)
+            options = body.get("deleteOptions") or {}
+            uid = (options.get("preconditions") or {}).get("uid")
+            pod = fake.pods.get((parts[4], parts[6]))
+            if uid and pod is not None and pod["metadata"].get("uid") != uid:
+                message = "Precondition failed: UID in precondition: " + uid
+                code, answer = 409, status(409, "Conflict", message)
+            else:
+                code, answer = fake.eviction(parts[4], parts[6], options.get("dryRun") == ["All"])
             reply(self, code, json.dumps(answer).encode())
 
         def log_message(self, *args: Any) -> None:
@@ -42,8 +48,8 @@ def test_eviction_goes_through_the_eviction_api_and_reads_each_answer(
     server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
 ) -> None:
     api, fake, seen = server
-    fake.create(gpu_pod("run-0", 8, namespace="batch", node_name="node-0000"))
-    protected = gpu_pod("db-0", 8, namespace="batch", node_name="node-0001")
+    fake.create(gpu_pod("run-0", 8, namespace="batch", node_name="node-0000", phase="Running"))
+    protected = gpu_pod("db-0", 8, namespace="batch", node_name="node-0001", phase="Running")
     protected["metadata"]["labels"] = {"app": "db"}
     fake.create(protected)
     fake.add_pdb("db", {"app": "db"}, 0)
@@ -69,7 +75,7 @@ def test_a_dry_run_asks_with_delete_options_and_evicts_nothing(
     server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
 ) -> None:
     api, fake, seen = server
-    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000")
+    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000", phase="Running")
     pod["metadata"]["labels"] = {"app": "web"}
     fake.create(pod)
     fake.add_pdb("web", {"app": "web"}, 1)
@@ -86,7 +92,7 @@ def test_any_other_refusal_stops_a_plan_with_the_api_servers_words(
     server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
 ) -> None:
     api, fake, _ = server
-    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000")
+    pod = gpu_pod("run-0", 8, namespace="batch", node_name="node-0000", phase="Running")
     pod["metadata"]["labels"] = {"app": "web", "tier": "a"}
     fake.create(pod)
     fake.add_pdb("web", {"app": "web"}, 5)
@@ -94,3 +100,20 @@ def test_any_other_refusal_stops_a_plan_with_the_api_servers_words(
     outcome, message = api.evict_pod("batch", "run-0", dry_run=True)
     assert outcome == "blocked"
     assert "more than one PodDisruptionBudget" in message
+
+
+def test_an_eviction_of_one_pod_by_uid_sends_the_precondition_and_a_newer_pod_is_gone(
+    server: tuple[KubePlacerApi, FakeApi, list[dict[str, Any]]],
+) -> None:
+    api, fake, seen = server
+    pod = gpu_pod("g-3", 8, namespace="burst")
+    pod["metadata"]["uid"] = "uid-new"  # its controller made it again under the same name
+    fake.create(pod)
+    assert api.evict_pod("burst", "g-3", uid="uid-old") == ("gone", "")
+    assert seen[0]["body"]["deleteOptions"] == {"preconditions": {"uid": "uid-old"}}
+    assert "deletionTimestamp" not in fake.pods[("burst", "g-3")]["metadata"]
+    assert api.evict_pod("burst", "g-3", dry_run=True, uid="uid-new") == ("evicted", "")
+    assert seen[1]["body"]["deleteOptions"] == {
+        "dryRun": ["All"],
+        "preconditions": {"uid": "uid-new"},
+    }

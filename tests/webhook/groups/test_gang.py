@@ -341,3 +341,32 @@ def test_a_gang_nothing_of_which_is_bound_is_not_partly_bound() -> None:
     api.now = 500.0
     placer.reconcile()
     assert not [e for e in api.events if e[1] == "GroupPartlyBound"] and metrics.gauge == []
+
+
+def test_a_release_a_budget_refuses_on_its_last_member_evicts_none_until_it_allows() -> None:
+    api, placer, _ = watched(job=True)
+    for i in range(3):
+        bind(api, placer, f"g-{i}", f"node-000{i}")
+    api.pods[("burst", "g-2")]["metadata"].setdefault("labels", {})["app"] = "train"
+    api.add_pdb("train", {"app": "train"}, 0, namespace="burst")  # guards the last bound member
+    placer.pod_event("ADDED", api.create(gpu_pod("other", 8, namespace="x", node_name="node-0003")))
+    api.now = 60.0
+    placer.reconcile()
+    for p in api.gone:
+        placer.pod_event("DELETED", p)
+    api.gone = []
+    again = member("g", 3, 4, level="leaf")
+    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
+    arrive(api, placer, admitted(again, native=False))  # g-3 was Pending: no budget held it
+    api.now = 75.0  # RELEASE_AFTER: the release is asked as dry runs first
+    placer.reconcile()
+    assert [n for k, n in api.log if k == "evict"] == ["g-3"]  # none of the bound ones went
+    assert ("g-2", 429) in api.dry_runs and api.evictions == [("g-3", 201)]
+    assert not [t for _, r, t in api.events if r == "GroupPartlyBound" and "released" in t]
+    api.pdbs["train"]["status"]["disruptionsAllowed"] = 3  # the budget allows it now
+    api.now = 89.0
+    placer.reconcile()
+    assert [n for k, n in api.log if k == "evict"] == ["g-3"]  # asked again only after the bound
+    api.now = 90.0
+    placer.reconcile()
+    assert sorted(n for k, n in api.log if k == "evict") == ["g-0", "g-1", "g-2", "g-3"]

@@ -1,5 +1,6 @@
 """Native gangs' Kubernetes I/O: the list+watch of the placer's PodGroups, which also says
-whether the cluster serves the kind; PodGroups made and deleted; partly bound members deleted.
+whether the cluster serves the kind; PodGroups made and deleted. Partly bound members go through
+the placer's Eviction (groups/kube.py).
 
 Served: listing podgroups at scheduling.k8s.io/v1alpha2 works; HTTP 404 when the API server does
 not serve it (no GenericWorkload, or older than 1.36), as imex/kube.py finds ComputeDomains: the
@@ -27,10 +28,14 @@ _OURS = f"{LABEL_MANAGED}={MANAGER}"
 
 
 class KubeGangApi:
-    def __init__(self, api_client: client.ApiClient, events: Any) -> None:
+    def __init__(self, api_client: client.ApiClient, placer: Any) -> None:
         self.objects = client.CustomObjectsApi(api_client)
-        self.core = client.CoreV1Api(api_client)
-        self.event = events.event  # the placer's Events (groups/kube.py KubePlacerApi)
+        # the placer's Events and Evictions (groups/kube.py KubePlacerApi): a member goes
+        # through the Eviction API (pods/eviction; no delete on pods): a Pending pod passes
+        # every PodDisruptionBudget, and the DisruptionTarget condition it gets lets a Job's
+        # podFailurePolicy Ignore it
+        self.event = placer.event
+        self.evict_pod = placer.evict_pod
 
     def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         try:
@@ -56,24 +61,6 @@ class KubeGangApi:
             )
         except ApiException as err:
             if err.status not in (404, 409):  # gone, or another object by that name now
-                raise
-
-    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """Through the Eviction API (the placer's pods/eviction; no delete on pods): a Pending pod
-        passes every PodDisruptionBudget, and the pod gets the DisruptionTarget condition, which
-        a Job's podFailurePolicy can Ignore. Only that pod (a precondition on its UID)."""
-        body: Any = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace},
-            "deleteOptions": {"preconditions": {"uid": uid}},
-        }
-        try:
-            self.core.create_namespaced_pod_eviction(
-                name, namespace, body, _request_timeout=_WRITE_TIMEOUT
-            )
-        except ApiException as err:
-            if err.status not in (404, 409):  # gone, or another pod by that name now
                 raise
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_PLURAL, podgroup_name
 from webhook.groups.gang.podgroups import Book, Made, pod_group
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
+from webhook.groups.preempt.state import Outcome
 from webhook.groups.records import PodRecord, pod_ref
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ class GangApi(Protocol):
     def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """The same for a pod."""
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
+        """The placer's Eviction (preempt/state.py Evictor): a pod goes through the Eviction API,
+        so its PodDisruptionBudgets hold; `uid`: only that pod."""
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
 
@@ -144,14 +148,18 @@ class Gang:
             return True
         del self.recovering[key]
         assert self.api is not None  # noqa: S101 - recovering implies an API
-        for rec in b.bound:
-            if rec.owner is None:
-                continue  # a bare pod: nothing would make it again
-            try:
-                self.api.delete_pod(rec.namespace, rec.name, rec.uid)
-            except Exception:  # noqa: BLE001 - e.g. a PodDisruptionBudget: reported, not retried
-                log.warning("partly bound member not released", extra={"pod": rec.name})
-                continue
+        owned = [rec for rec in b.bound if rec.owner is not None]  # bare pods: nothing remakes
+        for rec in owned:  # all go or none: every eviction asked as a dry run first
+            outcome, why = self.api.evict_pod(rec.namespace, rec.name, True, rec.uid)
+            if outcome == "blocked":  # e.g. a PodDisruptionBudget: asked again after the bound
+                log.warning("partly bound gang not released", extra={"pod": rec.name, "why": why})
+                self.recovering[key] = now
+                return True
+        for rec in owned:
+            outcome, why = self.api.evict_pod(rec.namespace, rec.name, uid=rec.uid)
+            if outcome == "blocked":  # a race the dry run could not see: stop at once
+                log.warning("partly bound member not released", extra={"pod": rec.name, "why": why})
+                break
             text = released_words(key[1], b, rec, now - start)
             self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
         return True
@@ -161,10 +169,9 @@ class Gang:
             return
         deleted = rec.owner is not None
         if deleted:
-            try:
-                self.api.delete_pod(rec.namespace, rec.name, rec.uid)
-            except Exception:  # noqa: BLE001 - tried again at the next tick
-                log.warning("partly bound member not deleted", extra={"pod": rec.name})
+            outcome, why = self.api.evict_pod(rec.namespace, rec.name, uid=rec.uid)
+            if outcome == "blocked":  # tried again at the next tick
+                log.warning("partly bound member not deleted", extra={"pod": rec.name, "why": why})
                 return
         text = partly_words(key[1], b, rec, waited, self.after, deleted)
         self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")

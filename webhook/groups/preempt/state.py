@@ -31,10 +31,13 @@ Outcome = Literal["evicted", "gone", "blocked"]
 
 
 class Evictor(Protocol):
-    def evict_pod(self, namespace: str, name: str, dry_run: bool = False) -> tuple[Outcome, str]:
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
         """("evicted", ""), ("gone", "") for a pod already deleted (404), or ("blocked", the
         API server's message) when it refuses (429: a PodDisruptionBudget). `dry_run`: only ask
-        (the Eviction's deleteOptions.dryRun ["All"]), nothing is evicted."""
+        (the Eviction's deleteOptions.dryRun ["All"]), nothing is evicted; `uid`: only the pod
+        of that UID (another of the name now is "gone")."""
         ...
 
 
