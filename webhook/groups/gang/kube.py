@@ -16,15 +16,15 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from webhook.groups.gang.names import LABEL_MANAGED, MANAGER, PG_GROUP, PG_PLURAL, PG_VERSION
+from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSION
 from webhook.groups.gang.podgroups import Book
+from webhook.groups.owned import OURS
 from webhook.kube.client import served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
 _WRITE_TIMEOUT = 2  # as the placer's other writes (groups/kube.py): a demoted leader stops fast
 RECHECK = 60.0  # seconds between two questions whether the kind is served, while it is not
-_OURS = f"{LABEL_MANAGED}={MANAGER}"
 
 
 class KubeGangApi:
@@ -71,7 +71,7 @@ def podgroup_list_watch(
     that does not serve them lists none and is asked again every `recheck` seconds."""
     kind = (PG_GROUP, PG_VERSION, PG_PLURAL)
     wait = RECHECK if recheck is None else recheck
-    return served_list_watch(api_client, kind, served, wait, label_selector=_OURS)
+    return served_list_watch(api_client, kind, served, wait, label_selector=OURS)
 
 
 def podgroup_watch(

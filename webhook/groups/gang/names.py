@@ -12,10 +12,7 @@ PG_VERSION: Final = "v1alpha2"
 PG_PLURAL: Final = "podgroups"
 PG_KIND: Final = "PodGroup"
 
-# On the PodGroups the placer makes: which group each one serves (as on its ComputeDomains).
-LABEL_GROUP: Final = "gpufabric.io/group"
-LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
-MANAGER: Final = "gpufabric-placer"
+# On the PodGroups the placer makes: groups/owned.py (labels and owner, as on ComputeDomains).
 
 # How long ungated members may stay unbound while others of their group are bound before the
 # placer calls the group partly bound (Event GroupPartlyBound; deleted when a controller

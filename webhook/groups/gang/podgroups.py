@@ -8,14 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.gang.names import (
-    LABEL_GROUP,
-    LABEL_MANAGED,
-    MANAGER,
     PG_GROUP,
     PG_KIND,
     PG_VERSION,
 )
-from webhook.groups.imex.domains import Owner
+from webhook.groups.owned import Owner, our_group, owned_meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +29,14 @@ class Made:
 def made_of(obj: Mapping[str, Any]) -> Made | None:
     """Ours (labelled by the placer), else None."""
     meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    if labels.get(LABEL_MANAGED) != MANAGER or not labels.get(LABEL_GROUP):
+    group = our_group(meta)
+    if group is None:
         return None
     return Made(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
-        group=str(labels[LABEL_GROUP]),
+        group=group,
         deleting=bool(meta.get("deletionTimestamp")),
     )
 
@@ -49,20 +46,10 @@ def pod_group(
 ) -> dict[str, Any]:
     """The PodGroup of a group: a gang of `size` (kube-scheduler binds none of its pods until
     `minCount` of them can be bound together)."""
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "labels": {LABEL_GROUP: group, LABEL_MANAGED: MANAGER},
-    }
-    if owner is not None:  # deleting the members' controller deletes the PodGroup too
-        api_version, kind, owner_name, uid = owner
-        meta["ownerReferences"] = [
-            {"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": uid}
-        ]
     return {
         "apiVersion": f"{PG_GROUP}/{PG_VERSION}",
         "kind": PG_KIND,
-        "metadata": meta,
+        "metadata": owned_meta(namespace, name, group, owner),
         "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
     }
 

@@ -8,19 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.imex.names import (
-    CD_GROUP,
-    CD_KIND,
-    CD_VERSION,
-    LABEL_GROUP,
-    LABEL_MANAGED,
-    MANAGER,
-    template_name,
-)
-
-Owner = tuple[str, str, str, str]  # a controller's apiVersion, kind, name, uid
-JOBSET_NAME, JOBSET_UID = "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/jobset-uid"
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+from webhook.groups.imex.names import CD_GROUP, CD_KIND, CD_VERSION, template_name
+from webhook.groups.owned import Owner, our_group, owned_meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,15 +26,13 @@ class Domain:
 
 def domain_of(obj: Mapping[str, Any]) -> Domain:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    labels = meta.get("labels") or {}
-    ours = labels.get(LABEL_MANAGED) == MANAGER and labels.get(LABEL_GROUP)
     template = ((spec.get("channel") or {}).get("resourceClaimTemplate") or {}).get("name")
     return Domain(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
         template=str(template or ""),
-        group=str(ours) if ours else None,
+        group=our_group(meta),
         deleting=bool(meta.get("deletionTimestamp")),
     )
 
@@ -53,20 +40,10 @@ def domain_of(obj: Mapping[str, Any]) -> Domain:
 def compute_domain(namespace: str, group: str, owner: Owner | None) -> dict[str, Any]:
     """The ComputeDomain of a group: named after it, declaring its channel template. No numNodes
     (deprecated; 0: the daemons start without waiting for their peers)."""
-    meta: dict[str, Any] = {
-        "name": group,
-        "namespace": namespace,
-        "labels": {LABEL_GROUP: group, LABEL_MANAGED: MANAGER},
-    }
-    if owner is not None:  # deleting the members' controller deletes the ComputeDomain too
-        api_version, kind, name, uid = owner
-        meta["ownerReferences"] = [
-            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
-        ]
     return {
         "apiVersion": f"{CD_GROUP}/{CD_VERSION}",
         "kind": CD_KIND,
-        "metadata": meta,
+        "metadata": owned_meta(namespace, group, group, owner),
         "spec": {"channel": {"resourceClaimTemplate": {"name": template_name(group)}}},
     }
 
@@ -127,21 +104,3 @@ def claimed_templates(spec: Mapping[str, Any]) -> tuple[str, ...]:
         for c in (claims if isinstance(claims, list) else [])
         if isinstance(c, Mapping) and isinstance(c.get("resourceClaimTemplateName"), str)
     )
-
-
-def controller_of(meta: Mapping[str, Any]) -> Owner | None:
-    """What owns the pod's workload: its JobSet (whose child Jobs are the pods' controllers; the
-    pods carry its name and UID as labels), else its controller (the ownerReference with
-    controller: true: a Job, MPIJob, PyTorchJob ...), if any."""
-    labels = meta.get("labels") or {}
-    name, uid = labels.get(JOBSET_NAME), labels.get(JOBSET_UID)
-    if isinstance(name, str) and isinstance(uid, str) and name and uid:
-        return JOBSET_API, "JobSet", name, uid
-    refs = meta.get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            parts = (ref.get(k) for k in ("apiVersion", "kind", "name", "uid"))
-            api_version, kind, name, uid = (str(p or "") for p in parts)
-            if api_version and kind and name and uid:
-                return api_version, kind, name, uid
-    return None

@@ -19,10 +19,7 @@ CD_CRD: Final = f"{CD_PLURAL}.{CD_GROUP}"
 # prepared there; the node's one channel-0 device then belongs to that ComputeDomain.
 NODE_LABEL: Final = "resource.nvidia.com/computeDomain"
 
-# On the ComputeDomains the placer makes: which group each one serves.
-LABEL_GROUP: Final = "gpufabric.io/group"
-LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
-MANAGER: Final = "gpufabric-placer"
+# On the ComputeDomains the placer makes: groups/owned.py (labels and owner).
 # On a pod outside any group that claims a user-made ComputeDomain's channel: the UID of that
 # ComputeDomain, which the pod's required pod affinity selects.
 LABEL_POD_DOMAIN: Final = "gpufabric.io/compute-domain-uid"
