@@ -178,6 +178,32 @@ def served_list_watch(
     return lister, watcher
 
 
+def delete_custom_object(
+    objects: client.CustomObjectsApi,
+    kind: tuple[str, str, str],
+    namespace: str,
+    name: str,
+    uid: str,
+    timeout: float,
+) -> None:
+    """Delete the namespaced object of `kind` (group, version, plural) if it is still the one of
+    `uid` (a precondition): gone (404), or another object of that name now (409), is fine."""
+    group, version, plural = kind
+    try:
+        objects.delete_namespaced_custom_object(
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
+            _request_timeout=timeout,
+        )
+    except ApiException as err:
+        if err.status not in (404, 409):
+            raise
+
+
 def node_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
     """Nodes as PartialObjectMetadata: which exist, their labels (--topology-labels) and which
     labels our field manager owns (managedFields). One watch serves cache, labeler and fabric."""

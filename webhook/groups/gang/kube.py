@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSION
 from webhook.groups.gang.podgroups import Book
 from webhook.groups.owned import OURS
-from webhook.kube.client import served_list_watch
+from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
@@ -49,19 +49,8 @@ class KubeGangApi:
         return dict(made)
 
     def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
-        try:
-            self.objects.delete_namespaced_custom_object(
-                PG_GROUP,
-                PG_VERSION,
-                namespace,
-                PG_PLURAL,
-                name,
-                body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
-                _request_timeout=_WRITE_TIMEOUT,
-            )
-        except ApiException as err:
-            if err.status not in (404, 409):  # gone, or another object by that name now
-                raise
+        kind = (PG_GROUP, PG_VERSION, PG_PLURAL)
+        delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)
 
 
 def podgroup_list_watch(

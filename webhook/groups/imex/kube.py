@@ -14,7 +14,7 @@ from webhook.groups.imex.domains import Book
 from webhook.groups.imex.names import CD_GROUP, CD_PLURAL, CD_VERSION
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Rejected
-from webhook.kube.client import served_list_watch
+from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
@@ -67,19 +67,8 @@ class KubeDomainApi:
         return dict(made)
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
-        try:
-            self.objects.delete_namespaced_custom_object(
-                CD_GROUP,
-                CD_VERSION,
-                namespace,
-                CD_PLURAL,
-                name,
-                body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
-                _request_timeout=_WRITE_TIMEOUT,
-            )
-        except ApiException as err:
-            if err.status not in (404, 409):  # gone, or another object of that name now
-                raise
+        kind = (CD_GROUP, CD_VERSION, CD_PLURAL)
+        delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)
 
 
 def domain_watch(
