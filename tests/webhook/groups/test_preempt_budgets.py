@@ -183,3 +183,15 @@ def test_a_group_kept_out_of_a_held_leaf_names_the_group_holding_it() -> None:
     group(api, placer, "notebook", 2, 500, level="leaf")
     text = waiting_text(placer, "notebook")
     assert "held for other groups: leaf leaf-0 for team-a/train (priority 1000000)" in text
+
+
+def test_a_dry_run_that_refuses_the_last_victim_of_a_plan_evicts_none_of_it() -> None:
+    api, placer = full(nodes=8)
+    label(api, placer, "run-03", {"app": "db"})  # the last victim of leaf-0's plan
+    api.add_pdb("db", {"app": "db"}, 1)
+    watched(api, placer)
+    api.pdbs["db"]["status"]["disruptionsAllowed"] = 0  # changed; the watch has not said so
+    group(api, placer, "train", 4, HIGH)
+    assert [n for n, _ in api.dry_runs[:4]] == ["run-00", "run-01", "run-02", "run-03"]
+    assert api.dry_runs[3] == ("run-03", 429)
+    assert {leaf_of(v) for v in evicted(api)} == {"leaf-1"}  # leaf-0 lost no pod
