@@ -7,6 +7,7 @@ events and decides, so the placer's state needs no locks.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import logging
@@ -14,7 +15,8 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes import client
@@ -25,9 +27,10 @@ from webhook.groups.gang.place import Gang, GangMetrics
 from webhook.groups.imex.kube import KubeDomainApi, domain_watch
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
-from webhook.groups.placer import Placer, PlacerMetrics, Rejected
+from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.slim import slim_node, slim_pod
+from webhook.groups.writes import Call, Rejected
 from webhook.kube.client import pages, watch_events
 from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
@@ -37,6 +40,8 @@ _TIMEOUT = 10
 # flight and the wait for the next message must both fit in that, so neither can outlast a stop.
 _WRITE_TIMEOUT = 2
 _POLL = 0.5
+_WRITERS = 16  # a reconcile's patches in flight at once (a burst's 128 members: 8 round trips)
+_TELLERS = 2  # Events posted at once
 _TICK = 5.0  # seconds between retries of groups that are still gated
 _LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
 
@@ -83,7 +88,27 @@ def core_list_watch(
 
 class KubePlacerApi:
     def __init__(self, api_client: client.ApiClient) -> None:
-        self.core = client.CoreV1Api(api_client)
+        # Its own connections, as many as writes in flight (groups/writes.py): the shared
+        # client keeps cpu_count * 5 idle, and each one more would be a TLS handshake again.
+        conf = copy.deepcopy(api_client.configuration)
+        conf.connection_pool_maxsize = _WRITERS + _TELLERS
+        self.core = client.CoreV1Api(client.ApiClient(conf))
+        self._writers = ThreadPoolExecutor(_WRITERS, thread_name_prefix="placer-write")
+        # Events are best effort and wait for nothing: off the placer's thread
+        self._tellers = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event")
+
+    def run_all(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
+        """writes.Runner: at most _WRITERS calls at a time; none started once `stopping()`."""
+
+        def one(call: Call) -> object:
+            if stopping():
+                return Rejected("not written: the placer is stopping")
+            try:
+                return call()
+            except Exception as err:  # noqa: BLE001 - handed to the write's done
+                return err
+
+        return list(self._writers.map(one, calls))
 
     def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
         try:
@@ -94,6 +119,7 @@ class KubePlacerApi:
                 field_manager=PLACER_FIELD_MANAGER,
                 _content_type="application/json-patch+json",
                 _request_timeout=_WRITE_TIMEOUT,
+                _preload_content=False,  # the answer is not read: the watch brings the pod
             )
         except ApiException as err:
             if err.status in (404, 409, 422):
@@ -134,6 +160,9 @@ class KubePlacerApi:
         return "evicted", ""
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
+        self._tellers.submit(self._event, pod, reason, message, kind)
+
+    def _event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         meta = pod["metadata"]
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body: Any = {
@@ -155,10 +184,12 @@ class KubePlacerApi:
         }
         try:
             self.core.create_namespaced_event(
-                meta["namespace"], body, _request_timeout=_WRITE_TIMEOUT
+                meta["namespace"], body, _request_timeout=_WRITE_TIMEOUT, _preload_content=False
             )
         except ApiException as err:  # an Event is best effort; the decision stands
             log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
+        except Exception as err:  # noqa: BLE001 - a lost answer loses only the Event
+            log.warning("event not posted", extra={"pod": meta["name"], "error": str(err)})
 
 
 def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
@@ -210,7 +241,7 @@ def run_placer(
     imex = Imex(KubeDomainApi(api_client), imex_metrics)  # groups' ComputeDomains
     # PodGroups (native gang) and the partly-bound watch
     gang = Gang(KubeGangApi(api_client, api), metrics if isinstance(metrics, GangMetrics) else None)
-    placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang)
+    placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang, runner=api.run_all)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         domain_watch("placer-computedomains", api_client, imex.book, inbox.put),

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol
 
 from webhook.groups.capacity import CapacityView
@@ -39,14 +40,12 @@ from webhook.groups.records import (
 )
 from webhook.groups.recovery import outcome, repromise, seat_again
 from webhook.groups.seating import Seat, seat_new, seat_words
+from webhook.groups.writes import Rejected as Rejected  # where callers have imported it from
+from webhook.groups.writes import Runner, Writes, one_by_one
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
 EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
-
-
-class Rejected(Exception):
-    """The API server refused a patch (the pod changed or is gone): decide again later."""
 
 
 class PlacerApi(Protocol):
@@ -74,8 +73,10 @@ class Placer:
         evictor: Evictor | None = None,
         imex: Imex | None = None,
         gang: Gang | None = None,
+        runner: Runner = one_by_one,
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
+        self.writes = Writes(runner)  # a reconcile's patches, made together at its end
         self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
         self.gang = gang or Gang(clock=clock)  # native gangs (PodGroup) and the partly-bound watch
         self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
@@ -231,7 +232,7 @@ class Placer:
         for i, key in enumerate(todo):
             if stopping():
                 self.dirty.update(todo[i:])
-                return
+                break
             try:
                 self._place(key)
             except Rejected:
@@ -239,6 +240,7 @@ class Placer:
             except Exception:
                 log.exception("group placement failed", extra={"group": f"{key[0]}/{key[1]}"})
                 self.dirty.add(key)
+        self.writes.flush(stopping)
 
     def _place(self, key: GroupKey) -> None:
         recs = sorted(
@@ -260,6 +262,7 @@ class Placer:
                 within = (where[0], where[1])
         problems = disagreements(recs) + differ((r.name, r.priority, r.never) for r in recs)
         if not problems and not recorded and len(gated) < spec.size:
+            self.gang.early(key, spec.size, recs, self.writes)  # its PodGroup, off the path
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
             return
@@ -370,16 +373,32 @@ class Placer:
             ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)
             if ops is None:
                 continue
-            self.api.patch_pod(rec.namespace, rec.name, ops)  # Rejected stops the rest
             value = placement_value(s.level, s.domain)
+            # counted as placed now, so the next group is decided around it; written with the
+            # reconcile's other writes (writes.py), and undone if the API server refuses it
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
+            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
+            call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
+            self.writes.add(call, partial(self._patched, key, rec, text, s.moved, recovery))
+
+    def _patched(
+        self, key: GroupKey, rec: PodRecord, text: str, moved: str, recovery: bool, result: object
+    ) -> None:
+        """A member's patch answered: told with Events, or undone (`rec`: as it was before)."""
+        if not isinstance(result, Exception):
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
-            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
             self.api.event(pod_ref(rec), "GroupPlaced", text, "Normal")
-            if s.moved:
-                self.api.event(pod_ref(rec), "GroupRankMoved", s.moved, "Warning")
+            if moved:
+                self.api.event(pod_ref(rec), "GroupRankMoved", moved, "Warning")
+            return
+        if rec.uid in self.pods:
+            self.pods[rec.uid] = rec  # still gated: the next event or tick decides again
+        self.view.release(rec.uid)
+        self.dirty.add(key)
+        if not isinstance(result, Rejected):
+            log.error("member not placed", extra={"pod": rec.name, "error": str(result)})
 
     def _wait(
         self,

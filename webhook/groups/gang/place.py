@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_PLURAL, podgroup_name
@@ -24,6 +25,7 @@ from webhook.groups.gang.podgroups import Book, Made, pod_group
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.records import PodRecord, pod_ref
+from webhook.groups.writes import Writes
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]
@@ -76,8 +78,38 @@ class Gang:
         self.told: set[str] = set()  # members reported (and deleted where they come back)
         self.recovering: dict[GroupKey, float] = {}  # groups whose unbound members we evicted
         self._scan_at = 0.0
+        self._asked: set[tuple[str, str]] = set()  # PodGroups asked for early, not answered
 
     # -- before ungating ---------------------------------------------------------------------
+    def early(self, key: GroupKey, size: int, recs: Sequence[PodRecord], writes: Writes) -> None:
+        """As a group's first members arrive: its PodGroup asked for with the reconcile's other
+        writes, so `ensure` finds it made once the group is whole (made there, its round trip
+        stood between the last member and the ungating). Its owner: the controller the members
+        so far share. A failure is only logged: `ensure` makes it then."""
+        name = podgroup_name(key[1])
+        where = (key[0], name or "")
+        if name is None or self.api is None or not self.book.served or where in self._asked:
+            return
+        if where in self.book.by_name or not any(r.pod_group == name for r in recs):
+            return
+        self._asked.add(where)
+        body = self._body(key, name, size, recs)
+        writes.add(partial(self.api.create_podgroup, key[0], body), partial(self._made, where))
+
+    def _made(self, where: tuple[str, str], result: object) -> None:
+        self._asked.discard(where)
+        if isinstance(result, Mapping):
+            self.book.event("ADDED", result)
+        else:
+            log.warning("podgroup not made early", extra={"podgroup": where[1], "error": result})
+
+    def _body(
+        self, key: GroupKey, name: str, size: int, recs: Sequence[PodRecord]
+    ) -> dict[str, Any]:
+        owners = {r.owner for r in recs}
+        owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
+        return pod_group(key[0], name, key[1], size, owner)
+
     def ensure(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
         """Why the group must wait, or None once its PodGroup (where it has one) exists."""
         name = podgroup_name(key[1])
@@ -88,9 +120,7 @@ class Gang:
             if have is None:
                 if not self.book.served or self.api is None:
                     return f"its members name PodGroup {name}; this cluster serves no {SERVED}"
-                owners = {r.owner for r in recs}
-                owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
-                body = pod_group(key[0], name, key[1], size, owner)
+                body = self._body(key, name, size, recs)
                 self.book.event("ADDED", self.api.create_podgroup(key[0], body))
         self.since[key] = self.clock()
         return None

@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Bursts of gangs on a real control plane: gpufabric against kube-scheduler's own gang scheduling.
+
+    .venv/bin/python bench/bind_bench.py [--rounds 3] [--shapes full,half] [--seed 1]
+
+Two Kubernetes 1.36.2 control planes (../shared/tools/k8s, ports from 33000 and 33100; no
+kubelet, so placed = bound), each with 128 8-GPU Node objects in 16 leaves of 8 under 2 spines
+(topology from ConfigMap gpufabric-topology) and gpufabric's manifests installed, `serve
+--labeler --placer` running as the webhook's ServiceAccount (bench/realcluster.py). One serves
+PodGroups (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling on the API server and
+the scheduler), one does not. Each round runs, in rotating order, the same shuffled burst three
+ways: gpufabric where PodGroups are served (its members are also a native gang), gpufabric where
+they are not, and kube-scheduler's own gang (one PodGroup per gang, `gang.minCount` = its size,
+`schedulingConstraints.topology` on the gang's gpufabric.io level label; on the served plane).
+
+Bursts (one 8-GPU pod a node, bare pods, gangs created 8 at a time, each gang's objects in order):
+`full`: 19 gangs of 2-32 nodes = all 128 nodes (8 x 2, 4 x 4, 4 x 8 at leaf, 2 x 16 at leaf-pair,
+1 x 32 at leaf-quad), shuffled; `half`: 16 gangs of 2-8 nodes = 64 nodes (leaf). Per run: gangs
+placed (every member bound), partly bound (some), split (bound across more than one domain of its
+level), seconds from the first create to the last bind of a placed gang, and where each member's
+time went (created -> every member of its gang created -> ungated -> bound, medians over
+members). A run ends when every gang is bound, or 10 s after the last bind (60 s at most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import urllib3
+from kubernetes import client, config, watch
+from realcluster import Cluster
+
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # the local test plane
+
+HALF = [(2, "leaf")] * 8 + [(4, "leaf")] * 4 + [(8, "leaf")] * 4  # 64 nodes, 16 gangs
+SHAPES = {"full": [*HALF, (16, "leaf-pair"), (16, "leaf-pair"), (32, "leaf-quad")], "half": HALF}
+GATE = "gpufabric.io/group"
+BENCH_NS = "bench"
+SETTLE = 10.0  # seconds with no new bind before a run that is not all bound ends
+LONGEST = 60.0
+SHORT = {"gpufabric-served": "gs", "gpufabric-unserved": "gu", "native": "nt"}
+
+
+@dataclass
+class Seen:
+    """One member's times (monotonic seconds) as this process saw them."""
+
+    gang: str
+    created: float = 0.0  # the CREATE answered
+    ungated: float = 0.0  # first seen without the group gate (native: at creation)
+    bound: float = 0.0
+    node: str = ""
+
+
+@dataclass
+class Recorder:
+    """A watch of the bench namespace's pods: when each was ungated and bound."""
+
+    api: client.ApiClient
+    pods: dict[str, Seen] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        core = client.CoreV1Api(self.api)
+        while not self.stop.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(core.list_namespaced_pod, BENCH_NS, timeout_seconds=30):
+                    self._saw(ev["object"], time.monotonic())
+                    if self.stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - a dropped watch is started again
+                time.sleep(0.1)
+
+    def _saw(self, pod: Any, now: float) -> None:
+        name = pod.metadata.name
+        with self.lock:
+            s = self.pods.get(name)
+            if s is None:
+                return  # not this run's
+            gates = [g.name for g in pod.spec.scheduling_gates or []]
+            if not s.ungated and GATE not in gates:
+                s.ungated = now
+            if not s.bound and pod.spec.node_name:
+                s.bound, s.node = now, pod.spec.node_name
+
+
+def pod_body(name: str, gang: str, size: int, level: str, native: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"bench-gang": gang}}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+        "terminationGracePeriodSeconds": 0,
+    }
+    if native:
+        spec["schedulingGroup"] = {"podGroupName": gang}
+    else:
+        meta["annotations"] = {
+            "gpufabric.io/group": gang,
+            "gpufabric.io/group-size": str(size),
+            "gpufabric.io/group-locality": "required",
+            "gpufabric.io/group-level": level,
+        }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def podgroup_body(gang: str, size: int, level: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": gang},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": size}},
+            "schedulingConstraints": {"topology": [{"key": f"gpufabric.io/{level}"}]},
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Result:
+    way: str
+    shape: str
+    gangs: int
+    placed: int
+    partly: int
+    split: int
+    seconds: float  # first create -> last bind of a placed gang
+    phases: dict[str, float]  # median seconds per member
+
+
+class Plane:
+    """One cluster as the bench drives it."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.api = config.new_client_from_config(str(cluster.kubeconfig))
+        self.api.configuration.connection_pool_maxsize = 16
+        self.core = client.CoreV1Api(self.api)
+        self.objects = client.CustomObjectsApi(self.api)
+        self.rec = Recorder(self.api)
+        self.verbose = False
+        cluster.kubectl("create", "namespace", BENCH_NS)
+        threading.Thread(target=self.rec.run, daemon=True).start()
+        self.level_of: dict[str, dict[str, str]] = {}
+        for n in self.core.list_node().items:
+            self.level_of[n.metadata.name] = dict(n.metadata.labels or {})
+
+    def burst(self, way: str, shape: str, seed: int, tag: str) -> Result:
+        native = way == "native"
+        gangs = list(SHAPES[shape])
+        random.Random(seed).shuffle(gangs)
+        names = [f"{tag}-g{i}" for i in range(len(gangs))]
+        with self.rec.lock:
+            self.rec.pods = {
+                f"{g}-{m}": Seen(g) for g, (size, _) in zip(names, gangs, strict=True)
+                for m in range(size)
+            }
+        t0 = time.monotonic()
+
+        def make(i: int) -> None:
+            size, level = gangs[i]
+            if native:
+                body = podgroup_body(names[i], size, level)
+                self.objects.create_namespaced_custom_object(
+                    "scheduling.k8s.io", "v1alpha2", BENCH_NS, "podgroups", body
+                )
+            for m in range(size):
+                pod = f"{names[i]}-{m}"
+                self.core.create_namespaced_pod(
+                    BENCH_NS, pod_body(pod, names[i], size, level, native)
+                )
+                with self.rec.lock:
+                    s = self.rec.pods[pod]
+                    s.created = time.monotonic()
+                    if native:
+                        s.ungated = s.ungated or s.created
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(make, range(len(gangs))))
+        made = time.monotonic() - t0
+        last, count = time.monotonic(), 0
+        while time.monotonic() - t0 < LONGEST:
+            with self.rec.lock:
+                bound = sum(1 for s in self.rec.pods.values() if s.bound)
+                total = len(self.rec.pods)
+            if bound == total:
+                break
+            if bound != count:
+                last, count = time.monotonic(), bound
+            elif bound and time.monotonic() - last > SETTLE:
+                break
+            time.sleep(0.05)
+        with self.rec.lock:
+            seen = dict(self.rec.pods)
+        self._clean(native)
+        if self.verbose:
+            timeline(names, gangs, seen, t0, made)
+        return self._result(way, shape, gangs, names, seen, t0)
+
+    def _result(
+        self,
+        way: str,
+        shape: str,
+        gangs: list[tuple[int, str]],
+        names: list[str],
+        seen: dict[str, Seen],
+        t0: float,
+    ) -> Result:
+        placed = partly = split = 0
+        ends = []
+        phases: dict[str, list[float]] = {"wait": [], "decide": [], "bind": [], "all": []}
+        for name, (size, level) in zip(names, gangs, strict=True):
+            members = [s for s in seen.values() if s.gang == name]
+            bound = [s for s in members if s.bound]
+            if len(bound) == size:
+                placed += 1
+                ends.append(max(s.bound for s in bound))
+                domains = {self.level_of[s.node].get(f"gpufabric.io/{level}") for s in bound}
+                split += len(domains) > 1
+            elif bound:
+                partly += 1
+            complete = max(s.created for s in members)
+            for s in members:
+                phases["wait"].append(complete - s.created)
+                if s.ungated:
+                    phases["decide"].append(s.ungated - complete)
+                if s.bound:
+                    phases["bind"].append(s.bound - max(s.ungated, complete))
+                    phases["all"].append(s.bound - s.created)
+        return Result(
+            way,
+            shape,
+            len(gangs),
+            placed,
+            partly,
+            split,
+            max(ends) - t0 if ends else float("nan"),
+            {k: statistics.median(v) if v else float("nan") for k, v in phases.items()},
+        )
+
+    def _clean(self, native: bool) -> None:
+        self.core.delete_collection_namespaced_pod(
+            BENCH_NS, grace_period_seconds=0, propagation_policy="Background"
+        )
+        if native:
+            self.objects.delete_collection_namespaced_custom_object(
+                "scheduling.k8s.io", "v1alpha2", BENCH_NS, "podgroups"
+            )
+        end = time.monotonic() + 30
+        while time.monotonic() < end and self.core.list_namespaced_pod(BENCH_NS, limit=1).items:
+            time.sleep(0.2)
+        time.sleep(1.0)  # the placer and the scheduler see the room freed
+
+
+def timeline(
+    names: list[str], gangs: list[tuple[int, str]], seen: dict[str, Seen], t0: float, made: float
+) -> None:
+    """Per gang, seconds after the burst's first create: its last member created, its first and
+    last member ungated, first and last bound."""
+    print(f"  all created at {made:.2f}")
+    for name, (size, _) in zip(names, gangs, strict=True):
+        ms = [s for s in seen.values() if s.gang == name]
+
+        def span(vals: list[float]) -> str:
+            got = [v - t0 for v in vals if v]
+            return f"{min(got):5.2f}-{max(got):5.2f}" if got else "    -      "
+
+        print(
+            f"  {name:14} {size:2}  created {span([s.created for s in ms])}  ungated "
+            f"{span([s.ungated for s in ms])}  bound {span([s.bound for s in ms])}"
+        )
+
+
+def table(results: list[Result]) -> None:
+    print("| burst | way | gangs placed | partly bound | split | s to all bound | ratio to native |")
+    print("|---|---|---|---|---|---|---|")
+    by = {(r.shape, r.way): [x for x in results if (x.shape, x.way) == (r.shape, r.way)] for r in results}
+    for (shape, way), rs in sorted(by.items()):
+        native = [x.seconds for x in by.get((shape, "native"), [])]
+        secs = [x.seconds for x in rs]
+        med = statistics.median(secs)
+        ratio = med / statistics.median(native) if native else float("nan")
+        placed = "/".join(f"{x.placed}" for x in rs)
+        print(
+            f"| {shape} | {way} | {placed} of {rs[0].gangs} | {sum(x.partly for x in rs)} "
+            f"| {sum(x.split for x in rs)} | {min(secs):.2f}-{max(secs):.2f} (median {med:.2f}) "
+            f"| {ratio:.2f}x |"
+        )
+    print()
+    print("median seconds per member: created -> gang's last created (wait) -> ungated (decide) -> bound (bind)")
+    for r in results:
+        p = r.phases
+        print(
+            f"  {r.shape:4} {r.way:18} wait {p['wait']:.2f} decide {p['decide']:.2f} "
+            f"bind {p['bind']:.2f} total {p['all']:.2f}  all bound {r.seconds:.2f}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", default="full,half")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each gang's timeline")
+    ap.add_argument("--ways", default="gpufabric-served,gpufabric-unserved,native")
+    args = ap.parse_args()
+    ways = args.ways.split(",")
+    clusters: dict[str, Cluster] = {}
+    try:
+        if any(w != "gpufabric-unserved" for w in ways):
+            clusters["served"] = Cluster(33000, served=True)
+        if "gpufabric-unserved" in ways:
+            clusters["unserved"] = Cluster(33100, served=False)
+        for c in clusters.values():
+            c.up()
+        planes = {k: Plane(c) for k, c in clusters.items()}
+        for p in planes.values():
+            p.verbose = args.verbose
+        results = []
+        for r in range(args.rounds):
+            for shape in args.shapes.split(","):
+                order = ways[r % len(ways) :] + ways[: r % len(ways)]
+                for way in order:
+                    plane = planes["unserved" if way == "gpufabric-unserved" else "served"]
+                    res = plane.burst(way, shape, args.seed + r, f"r{r}-{shape}-{SHORT[way]}")
+                    results.append(res)
+                    print(f"round {r} {shape} {way}: {res.placed}/{res.gangs} placed, {res.seconds:.2f} s", flush=True)
+        table(results)
+    finally:
+        for c in clusters.values():
+            c.down()
+
+
+if __name__ == "__main__":
+    main()

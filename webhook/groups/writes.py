@@ -1,0 +1,67 @@
+"""The placer's writes of one reconcile, made together at its end.
+
+Why: on a real control plane each write is a round trip (10-50 ms on a busy API server). Made one
+after another, a burst of 19 gangs (128 members) kept its last gang gated for seconds behind the
+others' patches (docs/benchmarks.md, bench/bind_bench.py). So a decision only records what to
+write (its members count as promised at once, so the next group is decided around them), and
+`flush` hands the whole batch to a runner: the Kubernetes one (groups/kube.py) makes them
+concurrently on a bounded pool, the default one after one another (tests, simulations). Each
+write's `done` then runs on the placer's own thread, with the call's result or its exception,
+so the placer's state still has one writer and needs no locks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+class Rejected(Exception):
+    """The API server refused a write (the pod changed or is gone): decide again later."""
+
+
+Call = Callable[[], object]
+# The runner: every call's result or the Exception it raised, in order. `stopping()` true: calls
+# not started yet are not made (they answer Rejected), so a demoted leader stops within its
+# renew deadline (webhook/leader).
+Runner = Callable[[Sequence[Call], Callable[[], bool]], list[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    call: Call
+    done: Callable[[object], None]  # with the result, or the Exception; on the placer's thread
+
+
+def one_by_one(calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
+    """The default runner: each call in turn (an Exception is its answer; a BaseException such
+    as a test's simulated crash goes through)."""
+    out: list[object] = []
+    for call in calls:
+        if stopping():
+            out.append(Rejected("not written: the placer is stopping"))
+            continue
+        try:
+            out.append(call())
+        except Exception as err:  # noqa: BLE001 - handed to the write's done
+            out.append(err)
+    return out
+
+
+class Writes:
+    """The batch of one reconcile."""
+
+    def __init__(self, runner: Runner = one_by_one) -> None:
+        self.runner = runner
+        self._pending: list[Write] = []
+
+    def add(self, call: Call, done: Callable[[object], None]) -> None:
+        self._pending.append(Write(call, done))
+
+    def flush(self, stopping: Callable[[], bool]) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        results = self.runner([w.call for w in pending], stopping)
+        for w, result in zip(pending, results, strict=True):
+            w.done(result)
