@@ -61,6 +61,7 @@ class Seen:
     ungated: float = 0.0  # first seen without the group gate (native: at creation)
     bound: float = 0.0
     node: str = ""
+    placement: str = ""
 
 
 @dataclass
@@ -93,6 +94,8 @@ class Recorder:
             gates = [g.name for g in pod.spec.scheduling_gates or []]
             if not s.ungated and GATE not in gates:
                 s.ungated = now
+            ann = pod.metadata.annotations or {}
+            s.placement = ann.get("gpufabric.io/placement", s.placement)
             if not s.bound and pod.spec.node_name:
                 s.bound, s.node = now, pod.spec.node_name
 
@@ -169,7 +172,8 @@ class Plane:
         names = [f"{tag}-g{i}" for i in range(len(gangs))]
         with self.rec.lock:
             self.rec.pods = {
-                f"{g}-{m}": Seen(g) for g, (size, _) in zip(names, gangs, strict=True)
+                f"{g}-{m}": Seen(g)
+                for g, (size, _) in zip(names, gangs, strict=True)
                 for m in range(size)
             }
         t0 = time.monotonic()
@@ -209,6 +213,8 @@ class Plane:
             time.sleep(0.05)
         with self.rec.lock:
             seen = dict(self.rec.pods)
+        if self.verbose:
+            self._failures()
         self._clean(native)
         if self.verbose:
             timeline(names, gangs, seen, t0, made)
@@ -255,6 +261,16 @@ class Plane:
             {k: statistics.median(v) if v else float("nan") for k, v in phases.items()},
         )
 
+    def _failures(self) -> None:
+        """kube-scheduler's FailedScheduling Events of the run, counted by message."""
+        events = self.core.list_namespaced_event(BENCH_NS, field_selector="reason=FailedScheduling")
+        said: dict[str, list[str]] = {}
+        for e in events.items:
+            said.setdefault(e.message, []).append(e.involved_object.name)
+        for message, pods in said.items():
+            print(f"  FailedScheduling x{len(pods)} ({', '.join(sorted(pods)[:4])}): {message}")
+        self.core.delete_collection_namespaced_event(BENCH_NS)
+
     def _clean(self, native: bool) -> None:
         self.core.delete_collection_namespaced_pod(
             BENCH_NS, grace_period_seconds=0, propagation_policy="Background"
@@ -282,16 +298,23 @@ def timeline(
             got = [v - t0 for v in vals if v]
             return f"{min(got):5.2f}-{max(got):5.2f}" if got else "    -      "
 
+        nodes = ",".join(sorted(s.node[-3:] for s in ms if s.node))
         print(
             f"  {name:14} {size:2}  created {span([s.created for s in ms])}  ungated "
-            f"{span([s.ungated for s in ms])}  bound {span([s.bound for s in ms])}"
+            f"{span([s.ungated for s in ms])}  bound {span([s.bound for s in ms])}  "
+            f"{ms[0].placement} {nodes}"
         )
 
 
 def table(results: list[Result]) -> None:
-    print("| burst | way | gangs placed | partly bound | split | s to all bound | ratio to native |")
+    print(
+        "| burst | way | gangs placed | partly bound | split | s to all bound | ratio to native |"
+    )
     print("|---|---|---|---|---|---|---|")
-    by = {(r.shape, r.way): [x for x in results if (x.shape, x.way) == (r.shape, r.way)] for r in results}
+    by = {
+        (r.shape, r.way): [x for x in results if (x.shape, x.way) == (r.shape, r.way)]
+        for r in results
+    }
     for (shape, way), rs in sorted(by.items()):
         native = [x.seconds for x in by.get((shape, "native"), [])]
         secs = [x.seconds for x in rs]
@@ -304,7 +327,9 @@ def table(results: list[Result]) -> None:
             f"| {ratio:.2f}x |"
         )
     print()
-    print("median seconds per member: created -> gang's last created (wait) -> ungated (decide) -> bound (bind)")
+    print(
+        "median seconds per member: created -> gang's last created (wait) -> ungated (decide) -> bound (bind)"
+    )
     for r in results:
         p = r.phases
         print(
@@ -319,6 +344,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="full,half")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-v", "--verbose", action="store_true", help="print each gang's timeline")
+    ap.add_argument("--logs", type=Path, help="keep each control plane's logs in this folder")
     ap.add_argument("--ways", default="gpufabric-served,gpufabric-unserved,native")
     args = ap.parse_args()
     ways = args.ways.split(",")
@@ -341,11 +367,14 @@ def main() -> None:
                     plane = planes["unserved" if way == "gpufabric-unserved" else "served"]
                     res = plane.burst(way, shape, args.seed + r, f"r{r}-{shape}-{SHORT[way]}")
                     results.append(res)
-                    print(f"round {r} {shape} {way}: {res.placed}/{res.gangs} placed, {res.seconds:.2f} s", flush=True)
+                    print(
+                        f"round {r} {shape} {way}: {res.placed}/{res.gangs} placed, {res.seconds:.2f} s",
+                        flush=True,
+                    )
         table(results)
     finally:
         for c in clusters.values():
-            c.down()
+            c.down(args.logs)
 
 
 if __name__ == "__main__":

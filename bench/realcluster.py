@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,23 @@ def node(name: str, gpus: int) -> dict[str, Any]:
     }
 
 
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
 @dataclass
 class Cluster:
     """One control plane; `base` is its first port (etcd; +10 its peer), then API, scheduler,
@@ -104,6 +122,31 @@ class Cluster:
         return done.stdout
 
     def up(self, nodes: int = 128, leaves: int = 16, spines: int = 2) -> None:
+        # Other clusters on this machine take random ports, and our range is in the kernel's
+        # ephemeral one (any client's local port): where a port is taken, before or while the
+        # components start, move on past it.
+        for _ in range(10):
+            if all(_free(self.base + i) for i in (*range(6), 10)) and self._start():
+                break
+            self.base += 20
+        else:
+            raise RuntimeError(f"no free ports for a control plane up to {self.base}")
+        self._install()
+        self._serve()
+        per_leaf = nodes // leaves
+        cm = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gpufabric-topology", "namespace": NS},
+            "data": {"nodes.yaml": topology(spines, leaves // spines, per_leaf)},
+        }
+        items = [node(f"gpu-{i + 1:03d}", 8) for i in range(nodes)]
+        body = {"apiVersion": "v1", "kind": "List", "items": [cm, *items]}
+        self.kubectl("create", "-f", "-", stdin=json.dumps(body))
+        self._wait_labelled(nodes)
+
+    def _start(self) -> bool:
+        """up.sh on our ports; False (and stopped) when a component did not stay up."""
         env = dict(
             os.environ,
             K8S_ETCD_PORT=str(self.base),
@@ -120,21 +163,15 @@ class Cluster:
             text=True,
             check=False,
         )
-        if out.returncode != 0:
-            raise RuntimeError(f"up.sh: {out.stderr.strip()}")
-        self.kubeconfig = Path(out.stdout.strip().splitlines()[-1])
-        self._install()
-        self._serve()
-        per_leaf = nodes // leaves
-        cm = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "gpufabric-topology", "namespace": NS},
-            "data": {"nodes.yaml": topology(spines, leaves // spines, per_leaf)},
-        }
-        items = [node(f"gpu-{i + 1:03d}", 8) for i in range(nodes)]
-        self.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [cm, *items]}))
-        self._wait_labelled(nodes)
+        if out.returncode == 0:
+            self.kubeconfig = Path(out.stdout.strip().splitlines()[-1])
+            time.sleep(2.0)  # a component that cannot listen exits within this
+            pids = [int((self.state / f"{c}.pid").read_text()) for c in ("sched", "cm", "api")]
+            if all(_alive(p) for p in pids):
+                return True
+        subprocess.run(["bash", str(TOOLS / "down.sh"), str(self.state)], check=False)
+        self.state.mkdir()
+        return False
 
     def _install(self) -> None:
         docs = yaml.safe_load_all(self.kubectl("kustomize", str(ROOT / "daemonset" / "base")))
@@ -173,9 +210,12 @@ class Cluster:
         )
         token = self.kubectl("create", "token", SA, "-n", NS, "--duration=2h").strip()
         sa_config = self.state / "webhook.kubeconfig"
-        sa_config.write_text(
-            self.kubeconfig.read_text().replace("token: admintoken", f"token: {token}")
-        )
+        # verified against the API server's own certificate, as in a pod (an unverified client
+        # warns on every request, and the webhook would spend its time printing that)
+        ca = base64.b64encode((self.state / "pki" / "apiserver.crt").read_bytes()).decode()
+        text = self.kubeconfig.read_text().replace("token: admintoken", f"token: {token}")
+        text = text.replace("insecure-skip-tls-verify: true", f"certificate-authority-data: {ca}")
+        sa_config.write_text(text)
         env = dict(os.environ, POD_NAMESPACE=NS, POD_NAME="bench")
         cmd = [
             str(ROOT / ".venv" / "bin" / "gpufabric-webhook"),
@@ -200,12 +240,18 @@ class Cluster:
             time.sleep(0.5)
         raise RuntimeError(f"nodes not labelled in {timeout:.0f} s; see {self.state}/webhook.log")
 
-    def down(self) -> None:
+    def down(self, logs: Path | None = None) -> None:
+        """Stop it; `logs`: keep its logs there first."""
         for p in self.procs:
             p.terminate()
             try:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if logs is not None:
+            keep = logs / str(self.base)
+            keep.mkdir(parents=True, exist_ok=True)
+            for f in self.state.glob("*.log"):
+                shutil.copy(f, keep / f.name)
         subprocess.run(["bash", str(TOOLS / "down.sh"), str(self.state)], check=False)
         shutil.rmtree(self.state, ignore_errors=True)

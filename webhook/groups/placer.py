@@ -15,7 +15,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -46,6 +46,17 @@ from webhook.groups.writes import Runner, Writes, one_by_one
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
 EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A member being placed, as it was before: restored if its patch is refused."""
+
+    rec: PodRecord
+    promised: tuple[str, int] | None  # its room before (a seat written earlier)
+    text: str  # GroupPlaced
+    moved: str  # GroupRankMoved, if any
+    recovery: bool
 
 
 class PlacerApi(Protocol):
@@ -376,26 +387,31 @@ class Placer:
             value = placement_value(s.level, s.domain)
             # counted as placed now, so the next group is decided around it; written with the
             # reconcile's other writes (writes.py), and undone if the API server refuses it
+            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
+            was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recovery)
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
-            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
             call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
-            self.writes.add(call, partial(self._patched, key, rec, text, s.moved, recovery))
+            self.writes.add(call, partial(self._patched, key, was))
 
-    def _patched(
-        self, key: GroupKey, rec: PodRecord, text: str, moved: str, recovery: bool, result: object
-    ) -> None:
-        """A member's patch answered: told with Events, or undone (`rec`: as it was before)."""
+    def _patched(self, key: GroupKey, was: Placed, result: object) -> None:
+        """A member's patch answered: told with Events, or undone (`was`: as it was before)."""
+        rec = was.rec
         if not isinstance(result, Exception):
             if self.metrics:
-                self.metrics.ungated(self.clock() - rec.seen, recovery)
-            self.api.event(pod_ref(rec), "GroupPlaced", text, "Normal")
-            if moved:
-                self.api.event(pod_ref(rec), "GroupRankMoved", moved, "Warning")
+                self.metrics.ungated(self.clock() - rec.seen, was.recovery)
+            self.api.event(pod_ref(rec), "GroupPlaced", was.text, "Normal")
+            if was.moved:
+                self.api.event(pod_ref(rec), "GroupRankMoved", was.moved, "Warning")
             return
         if rec.uid in self.pods:
             self.pods[rec.uid] = rec  # still gated: the next event or tick decides again
-        self.view.release(rec.uid)
+        # Its room as it was: a member seated again on a stale event (the scheduler's status
+        # write before our patch) keeps the promise of its first, written seat.
+        if was.promised is not None:
+            self.view.promise(rec.uid, *was.promised)
+        else:
+            self.view.release(rec.uid)
         self.dirty.add(key)
         if not isinstance(result, Rejected):
             log.error("member not placed", extra={"pod": rec.name, "error": str(result)})

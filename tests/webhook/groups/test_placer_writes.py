@@ -1,0 +1,129 @@
+"""A reconcile's writes made together (groups/writes.py): one batch per reconcile, decisions
+made around the members of earlier groups before their patches are answered, a refused patch
+undone to what was there before, nothing started once the placer is stopping, and a group's
+PodGroup made as its first member arrives."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tests.webhook.groups.burst_world import GangApi, admitted, member
+from tests.webhook.groups.fabric import fabric, gpu_pod
+from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.gang.place import Gang
+from webhook.groups.names import GATE
+from webhook.groups.placer import Placer
+from webhook.groups.writes import Call, Rejected, one_by_one
+
+
+def pod(group: str, i: int, size: int) -> dict[str, Any]:
+    return gpu_pod(f"{group}-{i}", 8, group=group, size=size, gated=True)
+
+
+class Batches:
+    """A runner that records each batch it is handed, then makes it one call after another."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def __call__(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
+        self.sizes.append(len(calls))
+        return one_by_one(calls, stopping)
+
+
+def placer_on(nodes: int, runner: Batches | None = None) -> tuple[FakeApi, Placer]:
+    api = FakeApi()
+    placer = Placer(api, runner=runner or one_by_one)
+    placer.nodes_listed(fabric(nodes))
+    placer.pods_listed([])
+    return api, placer
+
+
+def free(placer: Placer) -> int:
+    return sum(placer.view.with_free().values())
+
+
+def test_the_groups_one_reconcile_completes_are_written_in_one_batch_without_overlap() -> None:
+    # 16 nodes in leaves of 4: two groups of 4 and one of 8 fill them exactly
+    runner = Batches()
+    api, placer = placer_on(16, runner)
+    for g, size in (("a", 4), ("b", 4), ("c", 8)):
+        for i in range(size):
+            placer.pod_event("ADDED", api.create(pod(g, i, size)))
+    placer.reconcile()
+    assert runner.sizes == [16] and len(api.patches) == 16
+    leaves: dict[str, list[str]] = {}
+    for name, _ in api.patches:
+        ann = api.get(name)["metadata"]["annotations"]
+        leaves.setdefault(ann["gpufabric.io/placement"], []).append(name)
+    assert free(placer) == 0  # every member's room counted once the batch is answered
+    assert all(len(v) <= 8 for v in leaves.values())
+
+
+def test_a_refused_patch_after_a_stale_event_keeps_the_first_seat_counted() -> None:
+    # The scheduler writes a gated pod's status before our patch; that event reaches the placer
+    # after the patch, with the gate still on: the member is seated again and that patch is
+    # refused (the gate is gone). Its first seat, written, must keep its room.
+    api, placer = placer_on(16)
+    stale = [api.create(pod("a", i, 2)) for i in range(2)]
+    for obj in stale:
+        placer.pod_event("ADDED", obj)
+    placer.reconcile()
+    assert len(api.patches) == 2
+    left = free(placer)
+    assert left == 14 * 8
+    placer.pod_event("MODIFIED", copy.deepcopy(stale[0]))
+    placer.reconcile()
+    assert len(api.patches) == 2  # the second seat was refused
+    assert free(placer) == left
+
+
+def test_a_refused_patch_frees_the_room_it_was_promised_and_is_tried_again() -> None:
+    api, placer = placer_on(8)
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(pod("a", i, 2)))
+    api.pods[("team-a", "a-1")]["spec"]["schedulingGates"] = []  # someone else lifted it
+    placer.reconcile()
+    assert [name for name, _ in api.patches] == ["a-0"]  # a-1's patch refused
+    assert free(placer) == 7 * 8
+    assert ("team-a", "a") in placer.dirty
+    assert placer.pods[next(u for u, r in placer.pods.items() if r.name == "a-1")].gated
+
+
+def test_a_stopping_placer_starts_no_write_and_keeps_its_members_gated() -> None:
+    api, placer = placer_on(8)
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(pod("a", i, 2)))
+    calls = iter([False, True, True, True])  # decided, then told to stop before the writes
+    placer.reconcile(lambda: next(calls))
+    assert api.patches == [] and free(placer) == 8 * 8
+    assert all(r.gated for r in placer.pods.values())
+    assert ("team-a", "a") in placer.dirty
+    assert all(GATE in [g["name"] for g in p["spec"]["schedulingGates"]] for p in api.pods.values())
+
+
+def test_one_by_one_answers_each_call_and_skips_all_once_stopping() -> None:
+    def refuse() -> object:
+        raise Rejected("no")
+
+    out = one_by_one([lambda: 1, refuse, lambda: 3], lambda: False)
+    assert out[0] == 1 and isinstance(out[1], Rejected) and out[2] == 3
+    assert all(isinstance(r, Rejected) for r in one_by_one([lambda: 1], lambda: True))
+
+
+def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
+    api = GangApi()
+    gang = Gang(api, clock=lambda: api.now)
+    gang.book.set_served(True)
+    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    placer.nodes_listed(fabric(16))
+    placer.pods_listed([])
+    placer.pod_event("ADDED", api.create(admitted(member("g", 0, 4), native=True)))
+    placer.reconcile()
+    assert api.log == [("podgroup", "gpufabric-g")] and api.patches == []
+    for i in range(1, 4):
+        placer.pod_event("ADDED", api.create(admitted(member("g", i, 4), native=True)))
+        placer.reconcile()
+    assert [k for k, _ in api.log] == ["podgroup"] + ["patch"] * 4
