@@ -15,7 +15,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -40,23 +40,12 @@ from webhook.groups.records import (
 )
 from webhook.groups.recovery import outcome, repromise, seat_again
 from webhook.groups.seating import Seat, seat_new, seat_words
+from webhook.groups.writes import Placed, Runner, Writes, one_by_one
 from webhook.groups.writes import Rejected as Rejected  # where callers have imported it from
-from webhook.groups.writes import Runner, Writes, one_by_one
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
 EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
-
-
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """A member being placed, as it was before: restored if its patch is refused."""
-
-    rec: PodRecord
-    promised: tuple[str, int] | None  # its room before (a seat written earlier)
-    text: str  # GroupPlaced
-    moved: str  # GroupRankMoved, if any
-    recovery: bool
 
 
 class PlacerApi(Protocol):
@@ -185,6 +174,7 @@ class Placer:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             rec = self.pods.pop(uid, None)
             self.view.delete_pod(uid)
+            self.writes.forget(uid)
             self.preempt.index.remove(uid)
             if rec is not None and rec.group is not None:
                 key = (rec.namespace, rec.group.name)
@@ -198,6 +188,8 @@ class Placer:
             return
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
         rec = self._put(obj, self.pods)
+        if not rec.gated and rec.uid not in self.view.promised:
+            repromise(self.view, [rec])  # ungated, not bound: its room counts (answer lost)
         if before is None or (before.holds, before.node) != (rec.holds, rec.node):
             self.retry_all()
         elif before.nominated != rec.nominated:
@@ -208,7 +200,7 @@ class Placer:
             self.dirty.add((rec.namespace, rec.group.name))
 
     def _put(self, obj: Mapping[str, Any], known: Mapping[str, PodRecord]) -> PodRecord:
-        rec = pod_record(obj, self.clock())
+        rec = self.writes.as_seen(pod_record(obj, self.clock()))
         old = known.get(rec.uid)
         if old is not None:
             rec = replace(rec, seen=old.seen)
@@ -398,6 +390,8 @@ class Placer:
         """A member's patch answered: told with Events, or undone (`was`: as it was before)."""
         rec = was.rec
         if not isinstance(result, Exception):
+            if (now := self.pods.get(rec.uid)) is not None:
+                self.writes.written(now)
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, was.recovery)
             self.api.event(pod_ref(rec), "GroupPlaced", was.text, "Normal")

@@ -13,7 +13,9 @@ so the placer's state still has one writer and needs no locks.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from webhook.groups.records import PodRecord
 
 
 class Rejected(Exception):
@@ -48,12 +50,45 @@ def one_by_one(calls: Sequence[Call], stopping: Callable[[], bool]) -> list[obje
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A member being placed: as it was before (restored if its patch is refused), and what
+    to tell once it is written."""
+
+    rec: PodRecord
+    promised: tuple[str, int] | None  # its room before (a seat written earlier)
+    text: str  # GroupPlaced
+    moved: str  # GroupRankMoved, if any
+    recovery: bool
+
+
 class Writes:
-    """The batch of one reconcile."""
+    """The batch of one reconcile, and the members it ungated that the watch has not shown
+    without their gate yet."""
 
     def __init__(self, runner: Runner = one_by_one) -> None:
         self.runner = runner
         self._pending: list[Write] = []
+        self._unseen: dict[str, PodRecord] = {}
+
+    def written(self, rec: PodRecord) -> None:
+        """`rec` (ungated, placed) is written."""
+        self._unseen[rec.uid] = rec
+
+    def as_seen(self, rec: PodRecord) -> PodRecord:
+        """The record to keep for a pod event. An event can be older than our patch (the
+        scheduler's status write on the gated pod arrives after the patch's answer): it does
+        not put back the gate, or the member would be seated a second time."""
+        done = self._unseen.get(rec.uid)
+        if done is None:
+            return rec
+        if not rec.gated:
+            del self._unseen[rec.uid]
+            return rec
+        return replace(rec, gated=False, placement=done.placement, rank=done.rank)
+
+    def forget(self, uid: str) -> None:
+        self._unseen.pop(uid, None)
 
     def add(self, call: Call, done: Callable[[object], None]) -> None:
         self._pending.append(Write(call, done))

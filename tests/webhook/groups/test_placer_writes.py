@@ -62,10 +62,10 @@ def test_the_groups_one_reconcile_completes_are_written_in_one_batch_without_ove
     assert all(len(v) <= 8 for v in leaves.values())
 
 
-def test_a_refused_patch_after_a_stale_event_keeps_the_first_seat_counted() -> None:
+def test_an_event_older_than_the_patch_does_not_seat_a_member_again() -> None:
     # The scheduler writes a gated pod's status before our patch; that event reaches the placer
-    # after the patch, with the gate still on: the member is seated again and that patch is
-    # refused (the gate is gone). Its first seat, written, must keep its room.
+    # after the patch's answer, with the gate still on. The member is not seated a second time
+    # (its patch would be refused), and its first seat keeps its room.
     api, placer = placer_on(16)
     stale = [api.create(pod("a", i, 2)) for i in range(2)]
     for obj in stale:
@@ -76,8 +76,29 @@ def test_a_refused_patch_after_a_stale_event_keeps_the_first_seat_counted() -> N
     assert left == 14 * 8
     placer.pod_event("MODIFIED", copy.deepcopy(stale[0]))
     placer.reconcile()
-    assert len(api.patches) == 2  # the second seat was refused
-    assert free(placer) == left
+    assert len(api.patches) == 2
+    assert free(placer) == left and not placer.dirty
+    assert not any(r.gated for r in placer.pods.values())
+    for obj in api.pods.values():  # then the patch's own event: nothing changes
+        placer.pod_event("MODIFIED", copy.deepcopy(obj))
+    placer.reconcile()
+    assert len(api.patches) == 2 and free(placer) == left
+
+
+def test_a_patch_written_whose_answer_was_lost_still_counts_its_room() -> None:
+    def lost(calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
+        one_by_one(calls, stopping)  # made, but the answers never came
+        return [TimeoutError("read timed out")] * len(calls)
+
+    api, placer = placer_on(8)
+    placer.writes.runner = lost
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(pod("a", i, 2)))
+    placer.reconcile()
+    assert free(placer) == 8 * 8  # undone: as far as the placer knows, not written
+    for obj in api.pods.values():  # the watch shows them ungated, not bound yet
+        placer.pod_event("MODIFIED", copy.deepcopy(obj))
+    assert free(placer) == 6 * 8
 
 
 def test_a_refused_patch_frees_the_room_it_was_promised_and_is_tried_again() -> None:
