@@ -198,6 +198,7 @@ class CapacityView:
     def put_pod(self, uid: str, node: str, gpus: int, active: bool, nominated: str = "") -> None:
         """A pod's binding as the API reports it; a bound pod settles its promise. `nominated`:
         a pending pod's status.nominatedNodeName."""
+        kept = self.nominated.get(uid) or self.promised.get(uid) if node else None
         if node:
             self.release(uid)
         self._sub(self.bound.pop(uid, None))
@@ -205,6 +206,22 @@ class CapacityView:
             self.bound[uid] = (node, gpus)
             self._add(node, gpus)
         self._nominate(uid, (nominated, gpus) if nominated and not node else None)
+        if kept is not None and kept[0] != node:
+            self._swap(node, kept[0])
+
+    def _swap(self, full: str, left: str) -> None:
+        """A pod was bound elsewhere than where its room was kept (any node of its domain is
+        the scheduler's to choose), maybe on a node promised to another member of that domain:
+        such promises move to the node it left. A node's free GPUs never go below 0, so an
+        overfull node would otherwise hide a pod and the domain count one node free too many."""
+        info = self.nodes.get(full)
+        if info is None or self._where.get(full) != self._where.get(left):
+            return
+        for uid, (at, gpus) in list(self.promised.items()):
+            if self._taken.get(full, 0) <= info.gpus:
+                return
+            if at == full and uid not in self.nominated and self.free(left) >= gpus:
+                self.promise(uid, left, gpus)
 
     def _nominate(self, uid: str, now: tuple[str, int] | None) -> None:
         was = self.nominated.get(uid)

@@ -148,3 +148,23 @@ def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
         placer.pod_event("ADDED", api.create(admitted(member("g", i, 4), native=True)))
         placer.reconcile()
     assert [k for k, _ in api.log] == ["podgroup"] + ["patch"] * 4
+
+
+def test_a_member_bound_on_a_node_promised_to_another_moves_that_promise() -> None:
+    # kube-scheduler may bind a member on any node of its leaf, also on the one the placer kept
+    # for another member: the leaf must still count both (a node's free GPUs stop at 0)
+    api, placer = placer_on(8)
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(pod("a", i, 2)))
+    placer.reconcile()
+    uid = {r.name: u for u, r in placer.pods.items()}
+    kept = {name: placer.view.promised[u][0] for name, u in uid.items()}
+    obj = api.get("a-0")
+    obj["spec"]["nodeName"] = kept["a-1"]
+    placer.pod_event("MODIFIED", obj)
+    assert free(placer) == 6 * 8
+    assert placer.view.promised[uid["a-1"]][0] == kept["a-0"]
+    obj = api.get("a-1")
+    obj["spec"]["nodeName"] = kept["a-0"]
+    placer.pod_event("MODIFIED", obj)
+    assert free(placer) == 6 * 8 and not placer.view.promised
