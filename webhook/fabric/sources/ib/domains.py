@@ -13,8 +13,8 @@ from itertools import chain, pairwise, repeat
 
 import numpy as np
 
+from common.natural import natural_key, natural_ranks, natural_sorted
 from webhook.fabric.model import Fabric, Leaf, Unplaced
-from webhook.fabric.names import natural_key, natural_ranks, natural_sorted
 from webhook.fabric.sources.build import UnionFind, spines_from_parents
 from webhook.fabric.sources.ib import guids
 from webhook.fabric.sources.ib.dump import Dump
