@@ -41,13 +41,18 @@ SA = "gpufabric-webhook"
 GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
 SERVED_API = f"--feature-gates={GATES} --runtime-config=scheduling.k8s.io/v1alpha2=true"
 SERVED_SCHED = f"--feature-gates={GATES}"
+# PodGroups carry the finalizer scheduling.k8s.io/podgroup-protection: without the controller
+# that lifts it (not among up.sh's defaults) a deleted PodGroup, and its namespace, stay forever.
+SERVED_CM = {
+    "K8S_CM_ARGS": SERVED_SCHED,
+    "K8S_CM_CONTROLLERS": "job-controller,garbage-collector-controller,namespace-controller,"
+    "serviceaccount-token-controller,disruption-controller,resourceclaim-controller,"
+    "podgroup-protection-controller",
+}
 # Base objects a kubelet-less control plane cannot run (the webhook runs here as a process) or
 # that are not the placer's (the agent's DaemonSet, the certificate Job, the Service in front of
 # the webhook, its budget).
 _SKIP_KINDS = {"Deployment", "DaemonSet", "Job", "Service", "PodDisruptionBudget"}
-# The placer's ValidatingAdmissionPolicy refuses the gpufabric.io/rank annotation the placer
-# writes (being fixed on another branch): left out until it allows it.
-_SKIP_NAMES = {"gpufabric-placer-pods"}
 
 
 def topology(spines: int, leaves: int, per_leaf: int) -> str:
@@ -155,7 +160,7 @@ class Cluster:
             K8S_CM_PORT=str(self.base + 3),
         )
         if self.served:
-            env |= {"K8S_API_ARGS": SERVED_API, "K8S_SCHED_ARGS": SERVED_SCHED}
+            env |= {"K8S_API_ARGS": SERVED_API, "K8S_SCHED_ARGS": SERVED_SCHED, **SERVED_CM}
         out = subprocess.run(
             ["bash", str(TOOLS / "up.sh"), str(self.state)],
             env=env,
@@ -175,11 +180,7 @@ class Cluster:
 
     def _install(self) -> None:
         docs = yaml.safe_load_all(self.kubectl("kustomize", str(ROOT / "daemonset" / "base")))
-        keep = [
-            d
-            for d in docs
-            if d and d["kind"] not in _SKIP_KINDS and d["metadata"]["name"] not in _SKIP_NAMES
-        ]
+        keep = [d for d in docs if d and d["kind"] not in _SKIP_KINDS]
         for d in keep:
             if d["kind"] == "MutatingWebhookConfiguration":
                 for hook in d["webhooks"]:  # the local process instead of the Service
