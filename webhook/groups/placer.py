@@ -190,7 +190,9 @@ class Placer:
         rec = self._put(obj, self.pods)
         if not rec.gated and rec.uid not in self.view.promised:
             repromise(self.view, [rec])  # ungated, not bound: its room counts (answer lost)
-        if before is None or (before.holds, before.node) != (rec.holds, rec.node):
+        if before is None and rec.gated and rec.group is not None and not rec.holds:
+            self.dirty.add((rec.namespace, rec.group.name))  # a new member changes no room
+        elif before is None or (before.holds, before.node) != (rec.holds, rec.node):
             self.retry_all()
         elif before.nominated != rec.nominated:
             self.retry_all()  # kube-scheduler keeps room on another node now, or on none
