@@ -344,6 +344,12 @@ def main() -> None:
     ap.add_argument("--shapes", default="full,half")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-v", "--verbose", action="store_true", help="print each gang's timeline")
+    ap.add_argument(
+        "--webhook",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / ".venv" / "bin" / "gpufabric-webhook",
+        help="the gpufabric-webhook to run (another checkout's: before/after)",
+    )
     ap.add_argument("--logs", type=Path, help="keep each control plane's logs in this folder")
     ap.add_argument("--ways", default="gpufabric-served,gpufabric-unserved,native")
     args = ap.parse_args()
@@ -351,9 +357,9 @@ def main() -> None:
     clusters: dict[str, Cluster] = {}
     try:
         if any(w != "gpufabric-unserved" for w in ways):
-            clusters["served"] = Cluster(33000, served=True)
+            clusters["served"] = Cluster(33000, served=True, webhook=args.webhook)
         if "gpufabric-unserved" in ways:
-            clusters["unserved"] = Cluster(33100, served=False)
+            clusters["unserved"] = Cluster(33100, served=False, webhook=args.webhook)
         for c in clusters.values():
             c.up()
         planes = {k: Plane(c) for k, c in clusters.items()}

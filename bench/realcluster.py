@@ -111,6 +111,7 @@ class Cluster:
 
     base: int
     served: bool  # PodGroups and the scheduler's gang scheduling on
+    webhook: Path = ROOT / ".venv" / "bin" / "gpufabric-webhook"  # another build: a before/after
     state: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="speed-bench-")))
     kubeconfig: Path = Path()
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -219,7 +220,7 @@ class Cluster:
         sa_config.write_text(text)
         env = dict(os.environ, POD_NAMESPACE=NS, POD_NAME="bench")
         cmd = [
-            str(ROOT / ".venv" / "bin" / "gpufabric-webhook"),
+            str(self.webhook),
             "serve",
             "--labeler",
             "--placer",
