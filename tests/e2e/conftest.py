@@ -81,7 +81,7 @@ def cluster_env(request: pytest.FixtureRequest) -> Env:
 
 @pytest.fixture
 def ns(cluster_env: Env, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = cluster_env.new_namespace(request.node.name.replace("_", "-").replace("[", "-"))
+    name = cluster_env.new_namespace(request.node.name)
     try:
         yield name
     finally:

@@ -11,10 +11,11 @@ from kubernetes import client
 
 from tests.e2e.waits import wait_until
 
+wait_for = wait_until  # for tests that import only this module
+
 PAUSE = "registry.k8s.io/pause:3.10"  # never pulled: no kubelet runs it
 RANK = "gpufabric.io/rank"
 PLACEMENT = "gpufabric.io/placement"
-GROUP_GATE = "gpufabric.io/group"
 
 
 def gpu_container(gpus: int, name: str = "main") -> dict[str, Any]:
