@@ -38,10 +38,10 @@ class Tools:
     reason: str
 
 
-def find_tools(env: dict[str, str] | None = None) -> Tools:
+def find_tools(env: dict[str, str] | None = None, shared: Path = SHARED_TOOLS) -> Tools:
     env = dict(os.environ) if env is None else env
     looked = [Path(env[TOOLS_ENV])] if env.get(TOOLS_ENV) else []
-    looked.append(SHARED_TOOLS)
+    looked.append(shared)
     for path in looked:
         if (path / "up.sh").is_file() and (path / "down.sh").is_file():
             return Tools(path, "")
@@ -107,8 +107,17 @@ class Cluster:
         return client.ApiClient(cfg)
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60.0) -> str:
-        """kubectl as admin; a failure raises with kubectl's own message."""
-        out = subprocess.run(
+        """kubectl as admin: its stdout; a failure raises with kubectl's own message."""
+        out = self.kubectl_run(*args, stdin=stdin, timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
+        return out.stdout
+
+    def kubectl_run(
+        self, *args: str, stdin: str | None = None, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """kubectl as admin, whatever it answers (stderr holds the API's warnings)."""
+        return subprocess.run(
             [str(self.kubectl_path), f"--kubeconfig={self.admin_kubeconfig}", *args],
             input=stdin,
             capture_output=True,
@@ -116,9 +125,6 @@ class Cluster:
             timeout=timeout,
             check=False,
         )
-        if out.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
-        return out.stdout
 
     def token(
         self, account: str, namespace: str, *, node: str | None = None, seconds: int = 7200

@@ -53,6 +53,12 @@ def create(core: client.CoreV1Api, namespace: str, pods: Iterable[dict[str, Any]
         core.create_namespaced_pod(namespace, body)
 
 
+def delete_all(core: client.CoreV1Api, namespace: str) -> None:
+    """Every pod of the namespace force-deleted (as a kubelet confirms), and gone."""
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_until(lambda: not listed(core, namespace), 30, f"pods of {namespace} deleted")
+
+
 def listed(core: client.CoreV1Api, namespace: str, selector: str = "") -> list[Any]:
     return list(core.list_namespaced_pod(namespace, label_selector=selector).items)
 
