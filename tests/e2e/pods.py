@@ -64,7 +64,12 @@ def listed(core: client.CoreV1Api, namespace: str, selector: str = "") -> list[A
 
 
 def wait_bound(
-    core: client.CoreV1Api, namespace: str, count: int, selector: str = "", timeout: float = 60
+    core: client.CoreV1Api,
+    namespace: str,
+    count: int,
+    selector: str = "",
+    timeout: float = 60,
+    interval: float = 0.2,
 ) -> list[Any]:
     """Until exactly `count` pods (matching `selector`) exist and every one is bound to a node."""
 
@@ -83,7 +88,7 @@ def wait_bound(
         )
 
     try:
-        return wait_until(bound, timeout, f"{count} pods bound in {namespace}")
+        return wait_until(bound, timeout, f"{count} pods bound in {namespace}", interval)
     except AssertionError as err:
         raise AssertionError(f"{err}; {state()}") from None
 

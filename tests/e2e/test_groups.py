@@ -59,6 +59,6 @@ def test_group_larger_than_any_spine_is_admitted_with_a_warning(
         return made.stderr if expected in made.stderr else None
 
     # The GpuFabric object follows the labels by a moment: ask until the webhook has read it.
-    said = pods.wait_for(warned, 30, f"the warning {expected!r} at admission", interval=1)
-    assert said.count(expected) == size, said
-    assert all(p.spec.scheduling_gates for p in pods.listed(cluster_env.core, ns))
+    pods.wait_for(warned, 30, f"the warning {expected!r} at admission", interval=1)
+    admitted = pods.listed(cluster_env.core, ns)  # kubectl prints a repeated warning once
+    assert len(admitted) == size and all(p.spec.scheduling_gates for p in admitted)
