@@ -132,14 +132,15 @@ class Cluster:
         """A TokenRequest token of ServiceAccount `account`, as a pod of it gets one; `node`: bound
         to that Node (`--bound-object-kind Node`), so it carries the node name a DaemonSet pod's
         token carries (authentication.kubernetes.io/node-name)."""
+        core = client.CoreV1Api(self.client())
         bound = None
         if node is not None:
-            uid = client.CoreV1Api(self.client()).read_node(node).metadata.uid
+            uid = core.read_node(node).metadata.uid
             bound = client.V1BoundObjectReference(api_version="v1", kind="Node", name=node, uid=uid)
         spec = client.V1TokenRequestSpec(
             audiences=[], expiration_seconds=seconds, bound_object_ref=bound
         )
-        made = client.CoreV1Api(self.client()).create_namespaced_service_account_token(
+        made = core.create_namespaced_service_account_token(
             account, namespace, client.AuthenticationV1TokenRequest(spec=spec)
         )
         return str(made.status.token)

@@ -5,6 +5,7 @@ by `drop_namespace`."""
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -28,9 +29,14 @@ class Env:
     workdir: Path
     dropped: list[str] = field(default_factory=list)  # namespaces deleted, maybe still finalizing
 
-    @property
+    @functools.cached_property
+    def admin(self) -> client.ApiClient:
+        """One admin client for the test side (a connection pool of its own)."""
+        return self.cluster.client()
+
+    @functools.cached_property
     def core(self) -> client.CoreV1Api:
-        return client.CoreV1Api(self.cluster.client())
+        return client.CoreV1Api(self.admin)
 
     def new_namespace(self, hint: str) -> str:
         """A namespace of its own (the name says which test made it)."""
@@ -47,7 +53,7 @@ class Env:
         self.kubelet.forget(name)
         try:
             # Jobs first, or their controller replaces the pods deleted below.
-            client.BatchV1Api(self.cluster.client()).delete_collection_namespaced_job(
+            client.BatchV1Api(self.admin).delete_collection_namespaced_job(
                 name, propagation_policy="Background"
             )
             self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)

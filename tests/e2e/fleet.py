@@ -65,8 +65,9 @@ def static_map(leaves: dict[str, list[str]]) -> str:
 class Fleet:
     def __init__(self, cluster: Cluster, workdir: Path) -> None:
         self.cluster = cluster
-        self.core = client.CoreV1Api(cluster.client())
-        self.custom = client.CustomObjectsApi(cluster.client())
+        admin = cluster.client()
+        self.core = client.CoreV1Api(admin)
+        self.custom = client.CustomObjectsApi(admin)
         self.workdir = workdir
         self.nodes: list[str] = []
         self._topology = False

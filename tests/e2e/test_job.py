@@ -31,7 +31,7 @@ def test_indexed_job_ranks_are_completion_indexes(cluster_env: Env, fleet: Fleet
             "template": template,
         },
     }
-    client.BatchV1Api(cluster_env.cluster.client()).create_namespaced_job(ns, job)
+    client.BatchV1Api(cluster_env.admin).create_namespaced_job(ns, job)
     bound = pods.wait_bound(cluster_env.core, ns, size, selector="job-name=trainer")
     for p in bound:
         assert [r.kind for r in p.metadata.owner_references] == ["Job"]

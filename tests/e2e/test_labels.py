@@ -36,7 +36,7 @@ def test_labels_from_agent_statuses_and_topology_configmap(cluster_env: Env, fle
     fleet.wait_labels(expected)
     # No NVLink domain on an HGX node (no multi-node fabric in its status, no clique label).
     assert all("gpufabric.io/nvlink-domain" not in fleet.labels(n) for n in expected)
-    fabric = client.CustomObjectsApi(cluster_env.cluster.client()).get_cluster_custom_object(
+    fabric = client.CustomObjectsApi(cluster_env.admin).get_cluster_custom_object(
         "gpufabric.io", "v1alpha1", "gpufabrics", "cluster"
     )
     assert fabric["status"], "the labeler published no GpuFabric status"
@@ -56,7 +56,7 @@ def test_agent_token_of_one_node_cannot_write_another_nodes_status(
             publisher.apply(other, status, owner=publisher.node_uid(other))
     assert f"may only write GpuNodeStatus {fleet.prefix}-a, not {other}" in str(refused.value)
     with pytest.raises(ApiException) as missing:
-        client.CustomObjectsApi(cluster_env.cluster.client()).get_cluster_custom_object(
+        client.CustomObjectsApi(cluster_env.admin).get_cluster_custom_object(
             "gpufabric.io", "v1alpha1", "gpunodestatuses", other
         )
     assert missing.value.status == 404

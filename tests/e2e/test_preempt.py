@@ -21,7 +21,7 @@ LOW, HIGH = "e2e-low", "e2e-high"
 
 @pytest.fixture
 def priorities(cluster_env: Env) -> Iterator[None]:
-    sched = client.SchedulingV1Api(cluster_env.cluster.client())
+    sched = client.SchedulingV1Api(cluster_env.admin)
     for name, value in ((LOW, 100), (HIGH, 10000)):
         sched.create_priority_class(
             client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
@@ -46,7 +46,7 @@ def budget(leaf: str) -> dict[str, object]:
 def test_preemption_respects_budgets_then_frees_exactly_one_leaf(
     cluster_env: Env, fleet: Fleet, ns: str
 ) -> None:
-    core, policy = cluster_env.core, client.PolicyV1Api(cluster_env.cluster.client())
+    core, policy = cluster_env.core, client.PolicyV1Api(cluster_env.admin)
     layout = fleet.hgx_leaves(leaves=4, per_leaf=2)
     cluster_env.kubelet.run_pods_in(ns)
     low = [
