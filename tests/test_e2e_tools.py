@@ -17,22 +17,22 @@ def _tools(path: Path) -> Path:
 
 
 def test_the_environment_variable_wins_over_shared(tmp_path: Path) -> None:
-    mine, shared = _tools(tmp_path / "mine"), _tools(tmp_path / "shared")
+    mine, shared = _tools(tmp_path / "mine"), _tools(tmp_path / "beside")
     assert find_tools({TOOLS_ENV: str(mine)}, shared).path == mine
 
 
 def test_a_directory_without_up_and_down_falls_back_to_shared(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "up.sh").write_text("")  # no down.sh: not a control plane
-    shared = _tools(tmp_path / "shared")
+    shared = _tools(tmp_path / "beside")
     assert find_tools({TOOLS_ENV: str(tmp_path / "empty")}, shared).path == shared
 
 
 def test_neither_skips_naming_both_paths(tmp_path: Path) -> None:
-    found = find_tools({TOOLS_ENV: str(tmp_path / "nowhere")}, tmp_path / "no-shared")
+    found = find_tools({TOOLS_ENV: str(tmp_path / "nowhere")}, tmp_path / "none-beside")
     assert found.path is None
     assert str(tmp_path / "nowhere") in found.reason
-    assert str(tmp_path / "no-shared") in found.reason
+    assert str(tmp_path / "none-beside") in found.reason
 
 
 def test_the_default_place_is_shared_tools_beside_the_clone() -> None:

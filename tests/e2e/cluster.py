@@ -18,9 +18,11 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
+from tests import reference
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS_ENV = "GPUFABRIC_E2E_K8S"
-SHARED_TOOLS = ROOT.parent / "shared" / "tools" / "k8s"
+SHARED_TOOLS = reference.K8S_TOOLS
 ADMIN_TOKEN = "admintoken"  # up.sh's token file: user admin in system:masters
 # PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) need these on the API server and the scheduler.
 GANG_API_ARGS = (
