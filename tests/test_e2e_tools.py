@@ -4,6 +4,7 @@ naming every path looked at. A unit test: it starts nothing."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from tests.e2e.cluster import SHARED_TOOLS, TOOLS_ENV, find_tools
@@ -40,3 +41,18 @@ def test_the_default_place_is_shared_tools_beside_the_clone() -> None:
     assert SHARED_TOOLS.parent.parent.parent == Path(__file__).resolve().parents[2]
     found = find_tools({}, Path("/nonexistent/k8s"))
     assert found.reason.endswith("no up.sh/down.sh in /nonexistent/k8s")
+
+
+def test_test_sh_help_documents_the_unit_flag_and_runs_nothing() -> None:
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["bash", str(root / "hack" / "test.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--unit   the unit tests alone" in out.stdout
+    assert "GPUFABRIC_E2E_K8S" in out.stdout
+    assert "All checks passed" not in out.stdout + out.stderr  # ruff did not run
