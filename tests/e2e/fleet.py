@@ -125,6 +125,16 @@ class Fleet:
             self.core.replace_namespaced_config_map(TOPOLOGY, NAMESPACE, body)
         self._topology = True
 
+    def drop_topology(self) -> None:
+        """Delete ConfigMap gpufabric-topology (if this fleet made it)."""
+        if self._topology:
+            try:
+                self.core.delete_namespaced_config_map(TOPOLOGY, NAMESPACE)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+            self._topology = False
+
     def labels(self, name: str) -> dict[str, str]:
         return dict(self.core.read_node(name).metadata.labels or {})
 
@@ -145,12 +155,7 @@ class Fleet:
     def cleanup(self) -> None:
         """Delete the topology ConfigMap and the nodes (their statuses with them), and wait until
         the labeler has forgotten them: the next test on this cluster starts from nothing."""
-        if self._topology:
-            try:
-                self.core.delete_namespaced_config_map(TOPOLOGY, NAMESPACE)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
+        self.drop_topology()
         for name in self.nodes:
             for delete in (
                 lambda n=name: self.custom.delete_cluster_custom_object(

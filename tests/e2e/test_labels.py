@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from agent.kube import KubePublisher
 from agent.publish import PublishError
+from tests.e2e import pods
 from tests.e2e.env import Env
 from tests.e2e.fleet import Fleet, hgx_status
 from tests.e2e.install import AGENT_ACCOUNT, NAMESPACE
@@ -40,6 +41,18 @@ def test_labels_from_agent_statuses_and_topology_configmap(cluster_env: Env, fle
         "gpufabric.io", "v1alpha1", "gpufabrics", "cluster"
     )
     assert fabric["status"], "the labeler published no GpuFabric status"
+
+    # Deleting the ConfigMap removes the network labels and keeps the others (docs/topology.md).
+    fleet.drop_topology()
+    network = ("leaf", "leaf-pair", "leaf-quad", "spine")
+    pods.wait_for(
+        lambda: all(
+            not any(f"gpufabric.io/{k}" in fleet.labels(n) for k in network) for n in expected
+        ),
+        60,
+        "network labels removed with the topology ConfigMap",
+    )
+    assert all(fleet.labels(n).get("gpufabric.io/gpu-count") == "8" for n in expected)
 
 
 def test_agent_token_of_one_node_cannot_write_another_nodes_status(
