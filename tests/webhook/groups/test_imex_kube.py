@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.webhook.groups.imex_world import CRD, CRD_V25, problems
 from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.kube import KubeDomainApi
-from webhook.groups.placer import Rejected
+from webhook.groups.refusals import Rejected
 
 
 class Server:
