@@ -236,6 +236,29 @@ def test_retries_back_off_and_a_fixed_policy_places_the_group() -> None:
     assert ("team-a", "llama") not in placer.waiting
 
 
+def test_a_write_with_no_answer_waits_too(caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    placer = Placer(api, clock=lambda: api.now)
+    placer.nodes_listed(fabric(8))
+    calls: list[str] = []
+
+    def no_answer(ns: str, name: str, ops: list[dict[str, Any]], dry_run: bool = False) -> None:
+        calls.append(name)
+        raise TimeoutError("read timed out")
+
+    api.patch_pod = no_answer  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="webhook.groups.placer"):
+        members(api, placer)
+        for _ in range(8):  # 4 s of the loop's turns: not tried again yet
+            api.now += 0.5
+            placer.reconcile()
+    assert calls == ["w-0"]
+    assert [r.getMessage() for r in caplog.records] == ["group placement failed"]
+    api.now += 1.0
+    placer.reconcile()
+    assert calls == ["w-0", "w-0"]
+
+
 def test_the_wait_doubles_up_to_five_minutes() -> None:
     assert [wait_after(n) for n in (1, 2, 3, 4)] == [5.0, 10.0, 20.0, 40.0]
     assert wait_after(7) == wait_after(100) == LONGEST
