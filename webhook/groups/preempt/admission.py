@@ -6,8 +6,9 @@ evicted for a placement the API server would refuse would be evicted for nothing
 install whose policy refused the placer's patch evicted 4 pods and kept the group gated).
 
 The patch is the one enforce.place_ops sends: the group's level and domain, the member's own
-lowest domain (here that of the first victim's node, where the members go), and a rank (the
-member's order; the real ranks are only known once seated: the form is what admission sees)."""
+lowest domain (here that of the first victim's node in the domain, where the members go), and
+a rank (the member's order; the real ranks are only known once seated: the form is what
+admission sees)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ def admit_placement(
     api: PodPatchApi, view: CapacityView, pods: Mapping[str, PodRecord], g: Group, plan: Plan
 ) -> None:
     """Raises Rejected at the first member whose placement patch the API server refuses."""
-    nodes = [v.node for v in plan.victims] + list(view.domain_nodes(plan.level, plan.domain))
+    inside = view.domain_nodes(plan.level, plan.domain)
+    # a victim's node in the domain (a gang victim may also run outside it), else the domain's
+    where = set(inside)
+    nodes = [v.node for v in plan.victims if v.node in where] + list(inside)
     hold = next((low for n in nodes if (low := view.lowest(n)) is not None), None)
     members = [pods[uid] for ref in g.pods if (uid := str(ref["metadata"]["uid"])) in pods]
     for rank, rec in enumerate(sorted(members, key=lambda r: r.name)):
