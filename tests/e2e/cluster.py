@@ -173,10 +173,11 @@ def start(
     api_args: tuple[str, ...] = (),
     sched_args: tuple[str, ...] = (),
     cm_args: tuple[str, ...] = (),
-    prefix: str = "e2e-",
+    prefix: str | None = None,
 ) -> Cluster:
-    """A control plane of its own (state under /tmp/<prefix>*, free ports); stop() ends it."""
-    state = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    """A control plane of its own (free ports; state under /tmp/<prefix>*, by default named after
+    the checkout, /tmp/<clone>-k8s-*, so whose cluster it is shows); stop() ends it."""
+    state = Path(tempfile.mkdtemp(prefix=prefix or f"{ROOT.name}-k8s-", dir="/tmp"))
     api = free_port()
     env = {
         **os.environ,
