@@ -26,9 +26,10 @@ from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.state import Outcome
-from webhook.groups.refusals import Rejected, status_words
+from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.kube.client import pages, watch_events
+from webhook.kube.status import status_words
 from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
 log = logging.getLogger(__name__)

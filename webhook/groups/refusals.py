@@ -10,7 +10,6 @@ every few seconds for good); a write that succeeds, or the group's end, clears i
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,23 +30,6 @@ class Rejected(Exception):
     def __init__(self, write: str, what: str, code: int, message: str, pod: str = "") -> None:
         super().__init__(f"{what}: HTTP {code}: {message}")
         self.write, self.what, self.code, self.message, self.pod = write, what, code, message, pod
-
-
-def status_words(code: int, body: object) -> str:
-    """The words of a Status answer: its message, then its causes' messages where they add to
-    it (a PodDisruptionBudget names itself in a cause); `HTTP code` when the body has none."""
-    try:
-        status = json.loads(body) if isinstance(body, str | bytes) else {}
-    except ValueError:
-        status = {}
-    status = status if isinstance(status, dict) else {}
-    first = str(status.get("message") or ("TooManyRequests" if code == 429 else f"HTTP {code}"))
-    causes = [
-        str(c.get("message"))
-        for c in (status.get("details") or {}).get("causes") or []
-        if isinstance(c, dict) and c.get("message") and str(c.get("message")) not in first
-    ]
-    return "; ".join([first, *causes])
 
 
 class RefusalMetrics(Protocol):

@@ -27,7 +27,8 @@ from tests.webhook.groups.preempt_world import HIGH, evicted, full, group, leave
 from webhook.groups.kube import KubePlacerApi
 from webhook.groups.names import ANN_RANK
 from webhook.groups.placer import Placer
-from webhook.groups.refusals import FIRST, LONGEST, Rejected, status_words, wait_after
+from webhook.groups.refusals import FIRST, LONGEST, Rejected, wait_after
+from webhook.kube.status import status_words
 from webhook.server.metrics import WebhookMetrics
 
 WIRE = FIXTURES / "placer-wire"

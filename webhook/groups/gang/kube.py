@@ -19,8 +19,9 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSION
 from webhook.groups.gang.podgroups import Book
 from webhook.groups.owned import OURS
-from webhook.groups.refusals import Rejected, status_words
+from webhook.groups.refusals import Rejected
 from webhook.kube.client import delete_custom_object, served_list_watch
+from webhook.kube.status import status_words
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10

@@ -13,8 +13,9 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.imex.domains import Book
 from webhook.groups.imex.names import CD_GROUP, CD_PLURAL, CD_VERSION
 from webhook.groups.names import PLACER_FIELD_MANAGER
-from webhook.groups.refusals import Rejected, status_words
+from webhook.groups.refusals import Rejected
 from webhook.kube.client import delete_custom_object, served_list_watch
+from webhook.kube.status import status_words
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
 _TIMEOUT = 10
