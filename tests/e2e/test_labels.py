@@ -42,6 +42,16 @@ def test_labels_from_agent_statuses_and_topology_configmap(cluster_env: Env, fle
     )
     assert fabric["status"], "the labeler published no GpuFabric status"
 
+    # The agent's next write (a link down: the summary says degraded) relabels that node only.
+    first = next(iter(expected))
+    degraded = hgx_status()
+    degraded["summary"]["fabricHealth"] = "degraded"
+    fleet.publish(first, degraded)
+    fleet.wait_labels({first: {"gpufabric.io/fabric-health": "degraded"}})
+    assert all(
+        fleet.labels(n)["gpufabric.io/fabric-health"] == "ok" for n in expected if n != first
+    )
+
     # Deleting the ConfigMap removes the network labels and keeps the others (docs/topology.md).
     fleet.drop_topology()
     network = ("leaf", "leaf-pair", "leaf-quad", "spine")
