@@ -48,14 +48,17 @@ class GangApi(FakeApi):
         self.changed.append((namespace, name))
 
     def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeGangApi: one of the name there already (409) is read back."""
         obj = copy.deepcopy(dict(body))
         name = obj["metadata"]["name"]
+        if (namespace, name) in self.podgroups:
+            return copy.deepcopy(self.podgroups[(namespace, name)])
         obj["metadata"]["uid"] = f"pg-{namespace}-{name}-{len(self.log)}"
         self.podgroups[(namespace, name)] = obj
         self.log.append(("podgroup", name))
         return copy.deepcopy(obj)
 
-    def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
+    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         have = self.podgroups.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
             del self.podgroups[(namespace, name)]
@@ -255,7 +258,7 @@ class World:
         self.native = native
         self.api = GangApi()
         self.gang = Gang(self.api, clock=lambda: self.now, after=after)
-        self.gang.book.set_served(native)
+        self.gang.book.set_served("v1alpha2" if native else "")
         self.placer = Placer(self.api, clock=lambda: self.now, gang=self.gang)
         objs = fabric(nodes, leaf=leaf, spine_leaves=spine_leaves)
         self.placer.nodes_listed(objs)
