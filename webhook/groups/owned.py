@@ -22,10 +22,12 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 # What the placer does with the object of a group's name (verdict):
 # make: there is none; keep: ours, for this group, of the members' controller;
-# deleting: it is being deleted (wait, then make it again); earlier: ours for this group but
-# of another owner (an earlier controller of the same name) or no longer right: delete it by
-# UID, then make it again; foreign: not ours (a user's, or unlabelled): left alone, the group
-# waits and says so.
+# deleting: it is being deleted (a finalizer may hold it while pods use it: the kind says
+# whether it is still usable); earlier: ours for this group but of another owner (an earlier
+# controller of the same name, or none): adopted by the `adoption` patch (its ownerReference
+# set to the members' controller, so the earlier owner's deletion cannot take it away), not
+# taken as it is; foreign: not ours (a user's, or unlabelled): left alone, the group waits and
+# says so.
 Verdict = Literal["make", "keep", "deleting", "earlier", "foreign"]
 
 
@@ -47,11 +49,21 @@ def owned_meta(namespace: str, name: str, group: str, owner: Owner | None) -> di
         "labels": {LABEL_GROUP: group, LABEL_MANAGED: PLACER_FIELD_MANAGER},
     }
     if owner is not None:  # deleting the members' controller deletes the object too
-        api_version, kind, owner_name, uid = owner
-        meta["ownerReferences"] = [
-            {"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": uid}
-        ]
+        meta["ownerReferences"] = _references(owner)
     return meta
+
+
+def _references(owner: Owner) -> list[dict[str, Any]]:
+    api_version, kind, owner_name, uid = owner
+    return [{"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": uid}]
+
+
+def adoption(uid: str, owner: Owner | None) -> dict[str, Any]:
+    """The merge patch that makes an object of ours (verdict "earlier") the group's: its
+    ownerReferences the members' controller's (none for bare pods), only while it is still
+    that object (metadata.uid in a patch is a precondition: 409 otherwise)."""
+    refs = _references(owner) if owner is not None else None
+    return {"metadata": {"uid": uid, "ownerReferences": refs}}
 
 
 def our_group(meta: Mapping[str, Any]) -> str | None:
@@ -106,7 +118,7 @@ def waiting_words(v: Verdict, kind: str, name: str, namespace: str) -> str:
     if v == "earlier":
         return (
             f"{kind} {name} was made for an earlier controller of this group (another owner "
-            "UID) or no longer fits it; it is deleted and made again"
+            "UID); it is adopted or made again first"
         )
     if v == "deleting":
         return f"{kind} {name} is being deleted; it is made again after"

@@ -58,6 +58,17 @@ class GangApi(FakeApi):
         self.log.append(("podgroup", name))
         return copy.deepcopy(obj)
 
+    def patch_podgroup(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (None deletes a key), refused (409) when metadata.uid differs."""
+        obj = self.podgroups[(namespace, name)]
+        if patch.get("metadata", {}).get("uid") not in (None, obj["metadata"]["uid"]):
+            raise RuntimeError("409: Precondition failed: UID in precondition")
+        self.podgroups[(namespace, name)] = merged(obj, patch)
+        self.log.append(("podgroup-patched", name))
+        return copy.deepcopy(self.podgroups[(namespace, name)])
+
     def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         have = self.podgroups.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
@@ -77,6 +88,19 @@ class GangApi(FakeApi):
     def remove(self, pod: Pod) -> None:
         del self.pods[(pod["metadata"]["namespace"], pod["metadata"]["name"])]
         self.gone.append(pod)
+
+
+def merged(obj: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(obj) if isinstance(obj, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merged(out.get(k), v)
+    return out
 
 
 def member(group: str, i: int, size: int, level: str = "leaf-pair", job: bool = True) -> Pod:

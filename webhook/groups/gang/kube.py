@@ -55,6 +55,21 @@ class KubeGangApi:
             )
         return dict(made)
 
+    def patch_podgroup(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        patched: Any = self.objects.patch_namespaced_custom_object(
+            PG_GROUP,
+            version,
+            namespace,
+            PG_PLURAL,
+            name,
+            dict(patch),
+            _content_type="application/merge-patch+json",
+            _request_timeout=_WRITE_TIMEOUT,
+        )
+        return dict(patched)
+
     def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         kind = (PG_GROUP, version, PG_PLURAL)
         delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)

@@ -6,7 +6,8 @@ cluster serves, a gang of the members that name it (all of them, unless some wer
 PodGroups were known served: a pod's spec.schedulingGroup never changes, and kube-scheduler counts
 only the pods that name the group), so kube-scheduler binds them together or not at all; and the
 group's clock starts. The PodGroup is the group's only while it is ours and names the members'
-controller by UID (owned.py); another is replaced, a lost one made again while members name it.
+controller by UID (owned.py): one of an earlier controller is adopted (made to name this one), as
+it can neither be made anew nor waited for while the members name it; a lost one is made again.
 `tick` (each reconcile): our PodGroups whose group has no pod left are deleted, and every group
 ungated since is watched until all its members are bound. Members still unbound
 PARTLY_BOUND_AFTER seconds after the group was ungated while others are bound get Event
@@ -26,9 +27,9 @@ from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_GROUP, PG_PLURAL, podgroup_name
-from webhook.groups.gang.podgroups import Book, Made, made_of, pod_group
+from webhook.groups.gang.podgroups import Book, Made, gang_spec, made_of, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
-from webhook.groups.owned import shared_owner, verdict, waiting_words
+from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
 from webhook.groups.preempt.budgets import Budgets, Ledger
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.records import PodRecord, pod_ref
@@ -50,6 +51,11 @@ class GangApi(Protocol):
 
     def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
+
+    def patch_podgroup(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (metadata.uid in it: only that object); the object as patched."""
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
@@ -94,8 +100,8 @@ class Gang:
         return why
 
     def _own(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
-        """Make, keep or replace the PodGroup the members name; why the group waits, if it does.
-        `recs`: the group's live members."""
+        """Make, keep or adopt the PodGroup the members name (a v1beta1 gang larger than they
+        can make shrunk to them); why the group waits, if it does. `recs`: its live members."""
         name = podgroup_name(key[1])
         if name is None or not any(r.pod_group == name for r in recs):
             return None
@@ -116,11 +122,21 @@ class Gang:
                 return waiting_words("foreign", "PodGroup", name, key[0])
             self.book.event("ADDED", made)
         v = verdict(have.found, key[1], owner)
-        if v == "keep" and have.min_count > want:
-            v = "earlier"  # a gang larger than the members that can join it never binds
-        if v == "earlier":
-            self._delete(have)
-        return waiting_words(v, "PodGroup", name, key[0]) or None
+        if v == "foreign":
+            return waiting_words(v, "PodGroup", name, key[0])
+        # Neither made anew nor waited for: kube-controller-manager's podgroup-protection
+        # finalizer keeps a PodGroup while pods name it (ours do, gated or not), and
+        # kube-scheduler goes on using it meanwhile, deleted or not.
+        patch = adoption(have.uid, owner) if v == "earlier" else {}
+        if have.min_count > want:  # a gang larger than the members that can join never binds
+            if self.book.version == "v1alpha2" or v == "deleting":
+                return too_large(name, have.min_count, want, v == "deleting")
+            patch = {**(patch or {"metadata": {"uid": have.uid}}), "spec": gang_spec(want)}
+        if patch:
+            self.book.event(
+                "MODIFIED", self.api.patch_podgroup(key[0], name, self.book.version, patch)
+            )
+        return None
 
     # -- each reconcile ----------------------------------------------------------------------
     def tick(

@@ -58,13 +58,29 @@ def pod_group(
     `disruptionMode: PodGroup` (which the API server drops, defaulting to Pod, unless
     WorkloadAwarePreemption is on)."""
     mode: object = {"all": {}} if version == "v1beta1" else "PodGroup"
-    spec = {"schedulingPolicy": {"gang": {"minCount": min_count}}, "disruptionMode": mode}
+    spec = {**gang_spec(min_count), "disruptionMode": mode}
     return {
         "apiVersion": f"{PG_GROUP}/{version}",
         "kind": PG_KIND,
         "metadata": owned_meta(namespace, name, group, owner),
         "spec": spec,
     }
+
+
+def gang_spec(min_count: int) -> dict[str, Any]:
+    """The spec fields of a gang of `min_count` (mutable from v1beta1 on)."""
+    return {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+
+
+def too_large(name: str, min_count: int, members: int, deleting: bool) -> str:
+    """Why a group waits for a PodGroup of its name that is a larger gang than its members can
+    make, where that cannot be changed (v1alpha2: minCount immutable; or being deleted)."""
+    why = "is being deleted" if deleting else "cannot change (Kubernetes 1.36's v1alpha2)"
+    return (
+        f"PodGroup {name} is a gang of {min_count}, more than the {members} members that name "
+        f"it can make, and {why}; it goes only once no pod names it: delete this group's pods "
+        "and PodGroup"
+    )
 
 
 class Book:
