@@ -11,6 +11,8 @@ PG_GROUP: Final = "scheduling.k8s.io"
 # The versions gpufabric writes, newest first: the cluster's is the first it serves (1.37 serves
 # v1beta1 and no longer v1alpha2; 1.36 only v1alpha2; both only with GenericWorkload on).
 PG_VERSIONS: Final = ("v1beta1", "v1alpha2")
+# Where gang.minCount may change (v1alpha2's schedulingPolicy is immutable: HTTP 422).
+MUTABLE_MIN_COUNT: Final = frozenset({"v1beta1"})
 PG_PLURAL: Final = "podgroups"
 PG_KIND: Final = "PodGroup"
 

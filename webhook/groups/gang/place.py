@@ -26,7 +26,13 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
-from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_GROUP, PG_PLURAL, podgroup_name
+from webhook.groups.gang.names import (
+    MUTABLE_MIN_COUNT,
+    PARTLY_BOUND_AFTER,
+    PG_GROUP,
+    PG_PLURAL,
+    podgroup_name,
+)
 from webhook.groups.gang.podgroups import Book, Made, gang_spec, made_of, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
 from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
@@ -129,8 +135,8 @@ class Gang:
         # kube-scheduler goes on using it meanwhile, deleted or not.
         patch = adoption(have.uid, owner) if v == "earlier" else {}
         if have.min_count > want:  # a gang larger than the members that can join never binds
-            if self.book.version == "v1alpha2" or v == "deleting":
-                return too_large(name, have.min_count, want, v == "deleting")
+            if self.book.version not in MUTABLE_MIN_COUNT:
+                return too_large(name, have.min_count, want)
             patch = {**(patch or {"metadata": {"uid": have.uid}}), "spec": gang_spec(want)}
         if patch:
             self.book.event(

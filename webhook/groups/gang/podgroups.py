@@ -72,14 +72,13 @@ def gang_spec(min_count: int) -> dict[str, Any]:
     return {"schedulingPolicy": {"gang": {"minCount": min_count}}}
 
 
-def too_large(name: str, min_count: int, members: int, deleting: bool) -> str:
+def too_large(name: str, min_count: int, members: int) -> str:
     """Why a group waits for a PodGroup of its name that is a larger gang than its members can
-    make, where that cannot be changed (v1alpha2: minCount immutable; or being deleted)."""
-    why = "is being deleted" if deleting else "cannot change (Kubernetes 1.36's v1alpha2)"
+    make, where minCount cannot change (Kubernetes 1.36's v1alpha2)."""
     return (
         f"PodGroup {name} is a gang of {min_count}, more than the {members} members that name "
-        f"it can make, and {why}; it goes only once no pod names it: delete this group's pods "
-        "and PodGroup"
+        "it can make, and on this Kubernetes its minCount cannot change; it goes only once no "
+        "pod names it: delete this group's pods and that PodGroup"
     )
 
 
