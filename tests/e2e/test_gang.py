@@ -39,7 +39,7 @@ def podgroups_released(cluster_env: Env, ns: str) -> Iterator[None]:
         core.delete_namespaced_pod(p.metadata.name, ns, grace_period_seconds=0)
     wait_until(lambda: not core.list_namespaced_pod(ns).items, 30, f"no pod left in {ns}")
     group, version, plural = PODGROUPS
-    custom = client.CustomObjectsApi(cluster_env.cluster.client())
+    custom = client.CustomObjectsApi(cluster_env.admin)
     try:
         listed = custom.list_namespaced_custom_object(group, version, ns, plural)["items"]
     except ApiException as err:
@@ -55,7 +55,7 @@ def podgroups_released(cluster_env: Env, ns: str) -> Iterator[None]:
 
 def podgroup(env: Env, ns: str, name: str) -> dict[str, Any] | None:
     group, version, plural = PODGROUPS
-    custom = client.CustomObjectsApi(env.cluster.client())
+    custom = client.CustomObjectsApi(env.admin)
     try:
         found: dict[str, Any] = custom.get_namespaced_custom_object(
             group, version, ns, plural, name
@@ -136,7 +136,7 @@ def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
     kube-scheduler binds by it all the same."""
     fleet.hgx_leaves(leaves=1, per_leaf=2)
     group, version, plural = PODGROUPS
-    custom = client.CustomObjectsApi(cluster_env.cluster.client())
+    custom = client.CustomObjectsApi(cluster_env.admin)
     stale = {
         "apiVersion": f"{group}/{version}",
         "kind": "PodGroup",
@@ -170,7 +170,7 @@ def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
             "template": {"metadata": template["metadata"], "spec": template["spec"]},
         },
     }
-    client.BatchV1Api(cluster_env.cluster.client()).create_namespaced_job(ns, job)
+    client.BatchV1Api(cluster_env.admin).create_namespaced_job(ns, job)
     bound = wait_bound(cluster_env.core, ns, 2, timeout=50)
     assert named(bound) == ["gpufabric-train"] * 2
     held: Any = podgroup(cluster_env, ns, "gpufabric-train")

@@ -17,7 +17,8 @@ from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN, CLAIM, template_name
 from webhook.groups.imex.place import Imex
-from webhook.groups.placer import Placer, Rejected
+from webhook.groups.placer import Placer
+from webhook.groups.refusals import Rejected
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
 CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes
@@ -64,10 +65,13 @@ class FakeDomains:
     def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         wrong = problems(body)
         if wrong:
-            raise Rejected("; ".join(wrong))  # HTTP 422
+            what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
+            raise Rejected("computedomains/create", what, 422, "; ".join(wrong))
         name = body["metadata"]["name"]
         if (namespace, name) in self.objects:
-            raise Rejected(f"computedomains {name!r} already exists")  # HTTP 409
+            what = f"create of ComputeDomain {namespace}/{name}"
+            message = f'computedomains.resource.nvidia.com "{name}" already exists'
+            raise Rejected("computedomains/create", what, 409, message)
         self.serial += 1
         obj = copy.deepcopy(dict(body))
         obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}

@@ -135,3 +135,52 @@ def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
         "kind": ("scheduling.k8s.io", "v1alpha2", "podgroups"),
         "labelSelector": "app.kubernetes.io/managed-by=gpufabric-placer",
     }
+
+
+def test_the_placers_podgroup_writes_as_the_api_server_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A create of a name that exists (409) reads that object back for the placer to judge;
+    a refusal (4xx) is the placer's Rejected with the API server's words; a patch is a merge
+    patch in the version served."""
+    from webhook.groups.refusals import Rejected
+
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    theirs = {"metadata": {"name": "gpufabric-g", "namespace": "ns", "uid": "users"}}
+
+    class FakeObjects:
+        def __init__(self, api_client: Any = None) -> None:
+            pass
+
+        def create_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("create", args, kw))
+            if args[3] == "podgroups" and args[2] == "taken":
+                raise ApiException(status=409, reason="Conflict")
+            refused = ApiException(status=422, reason="Unprocessable Entity")
+            refused.body = json.dumps({"message": "spec.schedulingPolicy: Required value"})
+            raise refused
+
+        def get_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("get", args, kw))
+            return theirs
+
+        def patch_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("patch", args, kw))
+            return {"metadata": {"name": args[4]}}
+
+    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
+
+    class Placer:
+        event = evict_pod = None
+
+    api = kube.KubeGangApi(client.ApiClient(), Placer())
+    body = {"apiVersion": "scheduling.k8s.io/v1beta1", "metadata": {"name": "gpufabric-g"}}
+    assert api.create_podgroup("taken", body) == theirs
+    assert calls[-1][1] == ("scheduling.k8s.io", "v1beta1", "taken", "podgroups", "gpufabric-g")
+    with pytest.raises(Rejected) as refused:
+        api.create_podgroup("ns", body)
+    assert refused.value.code == 422 and "Required value" in refused.value.message
+    api.patch_podgroup("ns", "gpufabric-g", "v1alpha2", {"metadata": {"uid": "u"}})
+    _, args, kw = calls[-1]
+    assert args[:5] == ("scheduling.k8s.io", "v1alpha2", "ns", "podgroups", "gpufabric-g")
+    assert kw["_content_type"] == "application/merge-patch+json"

@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.webhook.groups.imex_world import CRD, CRD_V25, problems
 from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.kube import KubeDomainApi
-from webhook.groups.placer import Rejected
+from webhook.groups.refusals import Rejected
 
 
 class Server:
@@ -70,6 +70,10 @@ def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
     kube, server = api(CRD)
     body = compute_domain("team-a", "moe", None)
     body["spec"] = {"channel": {}}  # no template: 422 without numNodes in it
-    with pytest.raises(Rejected):
+    with pytest.raises(Rejected) as refused:
         kube.create_domain("team-a", body)
     assert len(server.sent) == 1
+    err = refused.value  # what the placer logs and tells: the API server's words
+    assert (err.write, err.code) == ("computedomains/create", 422)
+    assert err.what == "create of ComputeDomain team-a/moe"
+    assert err.message and not err.message.startswith("HTTP")

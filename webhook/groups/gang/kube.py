@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSIONS
 from webhook.groups.gang.podgroups import Book
 from webhook.groups.owned import OURS
+from webhook.groups.refusals import Rejected, status_words
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Page, Watcher
 
@@ -47,32 +48,50 @@ class KubeGangApi:
                 PG_GROUP, version, namespace, PG_PLURAL, dict(body), _request_timeout=_TIMEOUT
             )
         except ApiException as err:
-            if err.status != 409:
+            name = str((body.get("metadata") or {}).get("name", ""))
+            if err.status == 409:  # AlreadyExists: read back, whosever it is
+                made = self.objects.get_namespaced_custom_object(
+                    PG_GROUP, version, namespace, PG_PLURAL, name, _request_timeout=_TIMEOUT
+                )
+                return dict(made)
+            if not _refusal(err):
                 raise
-            name = body["metadata"]["name"]
-            made = self.objects.get_namespaced_custom_object(
-                PG_GROUP, version, namespace, PG_PLURAL, name, _request_timeout=_TIMEOUT
-            )
+            raise _rejected(err, "create", f"create of PodGroup {namespace}/{name}") from err
         return dict(made)
 
     def patch_podgroup(
         self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
-        patched: Any = self.objects.patch_namespaced_custom_object(
-            PG_GROUP,
-            version,
-            namespace,
-            PG_PLURAL,
-            name,
-            dict(patch),
-            _content_type="application/merge-patch+json",
-            _request_timeout=_WRITE_TIMEOUT,
-        )
+        try:
+            patched: Any = self.objects.patch_namespaced_custom_object(
+                PG_GROUP,
+                version,
+                namespace,
+                PG_PLURAL,
+                name,
+                dict(patch),
+                _content_type="application/merge-patch+json",
+                _request_timeout=_WRITE_TIMEOUT,
+            )
+        except ApiException as err:  # 409: no longer that object (metadata.uid precondition)
+            if not _refusal(err):
+                raise
+            raise _rejected(err, "patch", f"patch of PodGroup {namespace}/{name}") from err
         return dict(patched)
 
     def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         kind = (PG_GROUP, version, PG_PLURAL)
         delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)
+
+
+def _refusal(err: ApiException) -> bool:
+    """A 4xx: the API server refused the write (anything else is raised as it is)."""
+    return err.status is not None and 400 <= err.status < 500
+
+
+def _rejected(err: ApiException, verb: str, what: str) -> Rejected:
+    """The placer's Rejected: told once, the group retried after a growing wait."""
+    return Rejected(f"podgroups/{verb}", what, err.status, status_words(err.status, err.body))
 
 
 def podgroup_list_watch(

@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.imex.domains import Book
 from webhook.groups.imex.names import CD_GROUP, CD_PLURAL, CD_VERSION
 from webhook.groups.names import PLACER_FIELD_MANAGER
-from webhook.groups.placer import Rejected
+from webhook.groups.refusals import Rejected, status_words
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
@@ -47,8 +47,11 @@ class KubeDomainApi:
             if err.status == 422 and "numNodes" in str(err.body) and not self.num_nodes:
                 self.num_nodes = True
                 return self.create_domain(namespace, body)
-            if err.status in (403, 404, 409, 422):  # the next reconcile tries again
-                raise Rejected(f"computedomain {namespace}: HTTP {err.status}") from err
+            if err.status is not None and 400 <= err.status < 500:  # told, tried again later
+                name = str((body.get("metadata") or {}).get("name", ""))
+                what = f"create of ComputeDomain {namespace}/{name}"
+                words = status_words(err.status, err.body)
+                raise Rejected("computedomains/create", what, err.status, words) from err
             raise
 
     def _create(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:

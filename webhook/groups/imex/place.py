@@ -28,7 +28,7 @@ GroupKey = tuple[str, str]
 
 class DomainApi(Protocol):
     def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The created object; raises placer.Rejected when the API server refuses it."""
+        """The created object; raises refusals.Rejected when the API server refuses it."""
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
