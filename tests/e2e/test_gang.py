@@ -35,8 +35,11 @@ def podgroups_released(cluster_env: Env, ns: str) -> Iterator[None]:
     is removed."""
     yield
     core = cluster_env.core
-    for p in core.list_namespaced_pod(ns).items:
-        core.delete_namespaced_pod(p.metadata.name, ns, grace_period_seconds=0)
+    # Jobs first, or their controller makes the pods again (naming the PodGroup again)
+    client.BatchV1Api(cluster_env.admin).delete_collection_namespaced_job(
+        ns, propagation_policy="Background"
+    )
+    core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
     wait_until(lambda: not core.list_namespaced_pod(ns).items, 30, f"no pod left in {ns}")
     group, version, plural = PODGROUPS
     custom = client.CustomObjectsApi(cluster_env.admin)
