@@ -85,7 +85,12 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
         (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete")),  # a group's
-        (("scheduling.k8s.io",), ("podgroups",), (), ("create", "delete")),  # a group's gang
+        (
+            ("scheduling.k8s.io",),
+            ("podgroups",),
+            (),
+            ("create", "delete", "get", "patch"),
+        ),  # a group's gang
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),
