@@ -1,6 +1,7 @@
 """KubeDomainApi against both ComputeDomain CRDs in use: the driver from v0.4.0 (numNodes optional,
 default 0) takes the object without numNodes; v25.3-v25.12 require numNodes, refuse it with 422
-as kube-apiserver does, and get numNodes 0 on a second try (and on every later create)."""
+as kube-apiserver does, and get numNodes = the group's node count on a second try (and on every
+later create)."""
 
 from __future__ import annotations
 
@@ -52,18 +53,20 @@ def api(crd: str) -> tuple[KubeDomainApi, Server]:
 
 def test_a_driver_from_v0_4_takes_the_compute_domain_without_num_nodes() -> None:
     kube, server = api(CRD)
-    made = kube.create_domain("team-a", compute_domain("team-a", "moe", None))
+    made = kube.create_domain("team-a", compute_domain("team-a", "moe", None), 8)
     assert made["metadata"]["uid"] == "uid-1" and len(server.sent) == 1
     assert "numNodes" not in server.sent[0]["spec"]
 
 
-def test_a_driver_that_requires_num_nodes_gets_zero_on_the_second_try_and_after() -> None:
+def test_a_driver_that_requires_num_nodes_gets_the_groups_node_count_from_the_second_try() -> None:
+    # v25.3 (and v25.8+ with IMEXDaemonsWithDNSNames=false): the IMEX daemons wait for numNodes
+    # peers, so 0 would never form the IMEX domain; the group's node count does.
     kube, server = api(CRD_V25)
-    kube.create_domain("team-a", compute_domain("team-a", "moe", None))
-    assert [b["spec"].get("numNodes") for b in server.sent] == [None, 0]
+    kube.create_domain("team-a", compute_domain("team-a", "moe", None), 8)
+    assert [b["spec"].get("numNodes") for b in server.sent] == [None, 8]
     assert problems(server.sent[1], CRD_V25) == []
-    kube.create_domain("team-a", compute_domain("team-a", "other", None))
-    assert len(server.sent) == 3 and server.sent[2]["spec"]["numNodes"] == 0
+    kube.create_domain("team-a", compute_domain("team-a", "other", None), 3)
+    assert len(server.sent) == 3 and server.sent[2]["spec"]["numNodes"] == 3
 
 
 def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
@@ -71,5 +74,5 @@ def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
     body = compute_domain("team-a", "moe", None)
     body["spec"] = {"channel": {}}  # no template: 422 without numNodes in it
     with pytest.raises(Rejected):
-        kube.create_domain("team-a", body)
+        kube.create_domain("team-a", body, 2)
     assert len(server.sent) == 1
