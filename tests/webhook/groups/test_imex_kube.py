@@ -15,6 +15,8 @@ from kubernetes.client.exceptions import ApiException
 from tests.webhook.groups.imex_world import CRD, CRD_V25, problems
 from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.kube import KubeDomainApi
+from webhook.groups.imex.names import FINALIZER, NODE_LABEL, TEMPLATE_TARGET
+from webhook.groups.imex.templates import Templates
 from webhook.groups.placer import Rejected
 
 
@@ -76,3 +78,62 @@ def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
     with pytest.raises(Rejected):
         kube.create_domain("team-a", body, 2)
     assert len(server.sent) == 1
+
+
+class Patches:
+    """patch_namespaced_custom_object as kube-apiserver answers a JSON patch: a failed test 422."""
+
+    def __init__(self, finalizers: list[str], uid: str = "uid-1") -> None:
+        self.obj = {"metadata": {"uid": uid, "finalizers": finalizers}}
+        self.sent: list[tuple[Any, str]] = []
+
+    def patch_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, name: str, body: Any, **kw: Any
+    ) -> Any:
+        self.sent.append((body, kw["_content_type"]))
+        for op in body:
+            keys = op["path"].strip("/").split("/")
+            at: Any = self.obj
+            for k in keys[:-1]:
+                at = at[k]
+            last: Any = int(keys[-1]) if isinstance(at, list) else keys[-1]
+            if op["op"] == "test" and (
+                (isinstance(at, list) and last >= len(at)) or at[last] != op["value"]
+            ):
+                raise ApiException(status=422, reason="the test failed")
+            if op["op"] == "remove":
+                del at[last]
+        return self.obj
+
+
+def test_the_finalizer_is_removed_only_where_it_still_is_on_that_object() -> None:
+    kube = KubeDomainApi(client.ApiClient())
+    server = Patches(["resource.nvidia.com/computeDomain", FINALIZER])
+    kube.objects = server  # type: ignore[assignment]
+    kube.release_domain("team-a", "moe", "uid-1", 1)
+    assert server.obj["metadata"]["finalizers"] == ["resource.nvidia.com/computeDomain"]
+    assert server.sent[0][1] == "application/json-patch+json"
+    with pytest.raises(Rejected):  # moved (the driver removed its own first): asked again later
+        kube.release_domain("team-a", "moe", "uid-1", 1)
+    server = Patches([FINALIZER], uid="uid-2")  # another object of the name now
+    kube.objects = server  # type: ignore[assignment]
+    with pytest.raises(Rejected):
+        kube.release_domain("team-a", "moe", "uid-1", 0)
+    assert server.obj["metadata"]["finalizers"] == [FINALIZER]
+
+
+def test_templates_count_only_the_controllers_for_that_compute_domain() -> None:
+    book = Templates()
+    assert not book.ready("team-a", "moe-imex-channel", "cd-1")  # not listed yet
+    made = {"metadata": {"namespace": "team-a", "name": "moe-imex-channel"}}
+    made["metadata"]["labels"] = {NODE_LABEL: "cd-1", TEMPLATE_TARGET: "Workload"}
+    book.listed([made])
+    assert book.ready("team-a", "moe-imex-channel", "cd-1")
+    assert not book.ready("team-a", "moe-imex-channel", "cd-2")  # an earlier one's
+    book.event("MODIFIED", {**made, "metadata": {**made["metadata"], "deletionTimestamp": "t"}})
+    assert not book.ready("team-a", "moe-imex-channel", "cd-1")  # going with its domain
+    book.event("ADDED", made)
+    book.event("DELETED", made)
+    assert book.of == {}
+    book.set_served(False)  # resource.k8s.io/v1 not served: nothing to wait for
+    assert book.ready("team-a", "moe-imex-channel", "")
