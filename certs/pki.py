@@ -8,6 +8,7 @@ the bundle when it expires.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -77,11 +78,21 @@ def service_names(service: str, namespace: str) -> list[str]:
     ]
 
 
+def _subject_alt_name(name: str) -> x509.GeneralName:
+    """An IP address as an IP SAN: TLS clients match an IP host only against IP SANs (Go's
+    crypto/x509, as the API server calling a webhook at https://127.0.0.1:PORT does), never
+    against a DNS SAN spelling the same address."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
 def make_serving(ca: Pair, dns_names: list[str], now: dt.datetime, days: int = 365) -> Pair:
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)  # noqa: S101 - made by make_ca
     key = _key()
-    san: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    san = [_subject_alt_name(n) for n in dns_names]
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])]))

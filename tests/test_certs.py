@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 
 from cryptography import x509
 
-from certs.pki import expires, service_names
+from certs.pki import expires, make_ca, make_serving, service_names
 from certs.rotation import CA_BUNDLE, CA_CRT, TLS_CRT, next_secret
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -47,3 +48,11 @@ def test_ca_rotation_bundles_old_and_new_until_the_old_expires() -> None:
     new_serving.verify_directly_issued_by(x509.load_pem_x509_certificate(rotated[CA_CRT]))
     after, _ = next_secret(rotated, NAMES, NOW + dt.timedelta(days=61))
     assert len(x509.load_pem_x509_certificates(after[CA_BUNDLE])) == 1
+
+
+def test_serving_cert_names_an_ip_address_as_an_ip_san() -> None:
+    # The API server (Go) verifies a webhook URL on 127.0.0.1 against IP SANs only.
+    cert = make_serving(make_ca("t", NOW), ["localhost", "127.0.0.1"], NOW).cert
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert san.get_values_for_type(x509.DNSName) == ["localhost"]

@@ -1,0 +1,88 @@
+"""One installed cluster for the tier: the control plane, daemonset/base as installed, the webhook
+running as its ServiceAccount and the kubelet stand-in; brought up and down as one (conftest.py
+shares one per kind of cluster across the session). Namespaces made for a test are removed whole
+by `drop_namespace`."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e import cluster as k8s
+from tests.e2e import install
+from tests.e2e import webhook as serve
+from tests.e2e.kubelet import KubeletStandIn
+from tests.e2e.waits import wait_until
+
+
+@dataclass(frozen=True)
+class Env:
+    cluster: k8s.Cluster
+    webhook: serve.Webhook
+    kubelet: KubeletStandIn
+    workdir: Path
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.cluster.client())
+
+    def new_namespace(self, hint: str) -> str:
+        """A namespace of its own (the name says which test made it)."""
+        name = f"e2e-{hint[:40].strip('-')}-{uuid.uuid4().hex[:5]}".lower()
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        return name
+
+    def drop_namespace(self, name: str, timeout: float = 90) -> None:
+        """Delete the namespace and wait until it is gone (its pods force-deleted by the kubelet
+        stand-in as the namespace controller deletes them)."""
+        self.kubelet.forget(name)
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+        wait_until(lambda: not _exists(self.core, name), timeout, f"namespace {name} deleted")
+
+
+def _exists(core: client.CoreV1Api, name: str) -> bool:
+    try:
+        core.read_namespace(name)
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
+def bring_up(tools: Path, workdir: Path, *, gang: bool = False) -> Env:
+    """A control plane (PodGroups served when `gang`), daemonset/base as installed, the webhook
+    as its ServiceAccount, the kubelet stand-in. tear_down() undoes all of it."""
+    api_args = k8s.GANG_API_ARGS if gang else ()
+    sched_args = k8s.GANG_SCHED_ARGS if gang else ()
+    cluster = k8s.start(tools, api_args=api_args, sched_args=sched_args)
+    kubelet: KubeletStandIn | None = None
+    try:
+        serving = install.serving_certs(workdir)
+        port = k8s.free_port()
+        url = f"https://127.0.0.1:{port}/mutate"
+        install.install(
+            cluster, install.as_installed(install.rendered(cluster), url, serving.ca_pem)
+        )
+        kubelet = KubeletStandIn(cluster.client()).start()
+        hook = serve.start(cluster, serving, workdir, port=port)
+    except BaseException:
+        if kubelet is not None:
+            kubelet.stop()
+        k8s.stop(cluster)
+        raise
+    return Env(cluster, hook, kubelet, workdir)
+
+
+def tear_down(env: Env) -> None:
+    serve.stop(env.webhook)
+    env.kubelet.stop()
+    k8s.stop(env.cluster)
