@@ -19,7 +19,7 @@ from agent.probes.nccl_topo import NcclTopo
 from agent.probes.pci import PciFunction, PciTree
 from agent.probes.rdma import RawHca
 from agent.results import Options, Outcome, ProbeResults
-from agent.summary import natural, summarize
+from agent.summary import summarize
 from agent.topology import Locality, closest
 from common.model import (
     Fabric,
@@ -32,6 +32,7 @@ from common.model import (
     RdmaSupport,
     StorageSupport,
 )
+from common.natural import natural_key
 
 __all__ = ["Assembled", "Options", "Outcome", "Place", "ProbeResults", "assemble"]
 
@@ -249,7 +250,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         results.gds.value,
         results.topo.value,
     )
-    raw_hcas = sorted(rdma.hcas, key=lambda h: natural(h.name)) if rdma is not None else []
+    raw_hcas = sorted(rdma.hcas, key=lambda h: natural_key(h.name)) if rdma is not None else []
     # Places: everything the distance matrix and nearest-device lists are computed over.
     hca_places = {
         h.name: _locality(pci, topo, h.pci_bus_id, nic=True) for h in raw_hcas if h.pci_bus_id
@@ -260,7 +261,7 @@ def assemble(results: ProbeResults, opts: Options | None = None) -> Assembled:
         else _gpus_from_pci(pci, topo, hca_places)
     )
     gpu_places = {str(g.index): _locality(pci, topo, g.pci_bus_id) for g in gpus}
-    nvme_list = sorted(gds.nvme, key=lambda x: natural(x.name)) if gds is not None else []
+    nvme_list = sorted(gds.nvme, key=lambda x: natural_key(x.name)) if gds is not None else []
     nvme_places = {n.name: _locality(pci, topo, n.pci_bus_id) for n in nvme_list}
     gdr = rdma is not None and (rdma.peermem or rdma.dmabuf)
     choice = _compute_fabric(raw_hcas, hca_places, gpu_places, opts)

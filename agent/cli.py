@@ -8,7 +8,7 @@ import argparse
 import os
 import re
 
-from common import logs
+from common import cli, logs
 
 FORMATS = ("json", "yaml", "table", "labels")
 
@@ -189,12 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PORT",
         help=f"/metrics and /healthz port; 0: no metrics endpoint (default: {METRICS_PORT})",
     )
-    run.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        metavar="FILE",
-        help="kubeconfig file (default: in-cluster config, then $KUBECONFIG)",
-    )
+    cli.add_kubeconfig(run)
     run.add_argument(
         "--no-udev",
         action="store_true",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -10,13 +9,7 @@ from typing import Literal
 from common import nvlink
 from common.labels import hca_profile
 from common.model import Gpu, Hca, NvLinkIsland, RdmaSupport, StorageSupport, Summary
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural(name: str) -> tuple[object, ...]:
-    """mlx5_2 before mlx5_10."""
-    return tuple(int(t) if t.isdigit() else t for t in _DIGITS.split(name))
+from common.natural import natural_key
 
 
 def usable_hcas(hcas: Sequence[Hca]) -> list[str]:
@@ -27,7 +20,7 @@ def usable_hcas(hcas: Sequence[Hca]) -> list[str]:
             for h in hcas
             if h.compute_fabric and h.gdr_capable and any(p.state == "ACTIVE" for p in h.ports)
         ),
-        key=natural,
+        key=natural_key,
     )
 
 

@@ -60,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="keep reconciling every SECONDS (default: 0, once)",
     )
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        metavar="FILE",
-        help="kubeconfig (default: $KUBECONFIG; in a pod, its service account)",
-    )
+    cli.add_kubeconfig(parser)
     logs.add_arguments(parser)
     return parser
 

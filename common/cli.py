@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from importlib import metadata
@@ -43,6 +44,17 @@ def os_error(err: OSError) -> str:
     text = err.strerror or str(err)
     names = [str(n) for n in (err.filename, err.filename2) if n is not None]
     return f"{' -> '.join(names)}: {text}" if names else text
+
+
+def add_kubeconfig(parser: argparse.ArgumentParser) -> None:
+    """`--kubeconfig`, the same in every program (common.kube.load_api_client reads it)."""
+    parser.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        metavar="FILE",
+        help="kubeconfig file (default: $KUBECONFIG; else, in a pod, its service account; "
+        "else ~/.kube/config)",
+    )
 
 
 def fail(prog: str, message: str) -> int:

@@ -10,7 +10,8 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
@@ -123,8 +124,13 @@ def _union(tp: Any) -> Decoder:
 def _items(decode: Decoder, data: Any) -> tuple[Any, ...]:
     if not isinstance(data, list | tuple):
         raise _Bad(f"expected a list, got {type(data).__name__}")
+    return _each(zip(repeat(decode), data))
+
+
+def _each(pairs: Iterable[tuple[Decoder, Any]]) -> tuple[Any, ...]:
+    """Each value decoded by its decoder; a bad one's error names its index."""
     out = []
-    for i, v in enumerate(data):
+    for i, (decode, v) in enumerate(pairs):
         try:
             out.append(decode(v))
         except _Bad as bad:
@@ -145,14 +151,7 @@ def _tuple(tp: Any) -> Decoder:
             raise _Bad(f"expected a list, got {type(data).__name__}")
         if len(data) != len(decoders):
             raise _Bad(f"expected {len(decoders)} items, got {len(data)}")
-        out = []
-        for i, (decode, v) in enumerate(zip(decoders, data, strict=True)):
-            try:
-                out.append(decode(v))
-            except _Bad as bad:
-                bad.where.append(f"[{i}]")
-                raise
-        return tuple(out)
+        return _each(zip(decoders, data, strict=True))
 
     return fixed
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -137,12 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=9401,
         help="plain-HTTP port for /metrics, /healthz, /readyz; 0: none of them (default: 9401)",
     )
-    serve.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        metavar="FILE",
-        help="kubeconfig (default: $KUBECONFIG; in a pod, its service account)",
-    )
+    cli.add_kubeconfig(serve)
     serve.add_argument(
         "--cert-reload-interval",
         type=float,

@@ -218,6 +218,10 @@ def cmd_topology(args: argparse.Namespace) -> int:
             print(f"gpufabric-webhook: {err}", file=sys.stderr)
             return 2
         sys.stdout.write(text)
+        if args.output == "slurm-block" and (
+            note := slurm_block.refusal_note(model, args.slurm_version)
+        ):
+            print(f"gpufabric-webhook: {note}", file=sys.stderr)  # a warning: the file stands
         return 0
     nv = nvlink_view(domains, positions)
     if args.output == "yaml":

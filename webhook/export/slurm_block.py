@@ -151,6 +151,50 @@ def block(model: Model, version: str = NEWEST) -> str:
     return "\n".join(lines) + "\n"
 
 
+def refused_sizes(plan: Layout) -> list[int]:
+    """The job sizes one spine domain holds that Slurm refuses on an idle cluster, ascending
+    (rows 10, 12): a k-node job is tried only in the aggregates of the lowest enforced level L
+    with base x 2^L >= k, so where every aggregate of that level is short of k nodes (blocks
+    under the base) it is refused, though a larger aggregate holds it."""
+    counts = [len(d.nodes) if d is not None else 0 for d in plan.blocks]
+    largest = _fullest(counts, plan.levels[-1])  # the top level: the spine domains
+    refused: list[int] = []
+    below = 0  # sizes up to here went to a lower level
+    for level in plan.levels:
+        nominal = min(plan.base << level, largest)
+        refused += range(max(below, _fullest(counts, level)) + 1, nominal + 1)
+        below = nominal
+    return refused
+
+
+def _fullest(counts: list[int], level: int) -> int:
+    """The most nodes one level-`level` aggregate holds (blocks i, j share one when i>>L ==
+    j>>L)."""
+    width = 1 << level
+    return max(sum(counts[i : i + width]) for i in range(0, len(counts), width))
+
+
+def refusal_note(model: Model, version: str = NEWEST) -> str:
+    """One line naming the job sizes Slurm `version` will refuse on `block`'s file although one
+    domain holds them (`refused_sizes`); "" when there are none."""
+    plan = layout(model) if model.placed else None
+    sizes = refused_sizes(plan) if plan is not None else []
+    if plan is None or not sizes:
+        return ""
+    runs: list[list[int]] = []
+    for k in sizes:
+        if runs and runs[-1][-1] == k - 1:
+            runs[-1][-1] = k
+        else:
+            runs.append([k, k])
+    listed = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return (
+        f"slurm-block: Slurm {version} will refuse -N {listed} on this file although one domain "
+        f"holds each: it tries a job only in aggregates of its nominal size ({plan.base} x 2^L "
+        "nodes), and here those hold fewer; -o slurm-tree places them (docs/exports.md)"
+    )
+
+
 def _line(domain: Domain) -> str:
     return f"BlockName={domain.name} Nodes={compress_hostlist(domain.nodes)}"
 

@@ -69,7 +69,11 @@ def test_exports_agree_with_the_labels(fabric: Fabric, data: st.DataObject) -> N
             assert release < "25.05" and not _without_empty_blocks(pos, values)
             continue
         assert release >= "25.05" or _without_empty_blocks(pos, values)
-        agrees(text, release, fabric_domains)  # Slurm reads it as exactly the fabric
+        blocks, _ = agrees(text, release, fabric_domains)  # Slurm reads it as the fabric
+        # The sizes the command warns of: those a spine holds that Slurm's rules refuse.
+        largest = max(len(d) for d in fabric_domains.by_level["spine"])
+        refused = [k for k in range(1, largest + 1) if not blocks.fits(k)]
+        assert slurm_block.refused_sizes(slurm_block.layout(model)) == refused
     if model.nvlink:
         return  # gpufabric's reader takes blocks for leaf domains: only leaf blocks read back
     back = Positions(parse_conf(slurm.block(model)))

@@ -99,8 +99,14 @@ def test_every_fixture_through_every_release(fixture: str, release: str) -> None
         assert "\n" not in line and "--slurm-version 25.05" in line and "-o slurm-tree" in line
         return
     text = slurm_block.block(model, release)
-    _, refused = agrees(text, release, fabric)
+    blocks, refused = agrees(text, release, fabric)
     assert refused == REFUSED_SIZES.get(fixture, [])
+    # The sizes the command names on stderr are exactly those Slurm's rules refuse that a spine
+    # domain holds.
+    largest = max(len(d) for d in fabric.by_level["spine"])
+    slurm_refuses = [k for k in range(1, largest + 1) if not blocks.fits(k)]
+    assert slurm_block.refused_sizes(slurm_block.layout(model)) == slurm_refuses
+    assert bool(slurm_block.refusal_note(model, release)) == bool(slurm_refuses)
     blocks = text.splitlines()
     assert ("BlockLevels=" if release == "23.11" else "BlockSizes=") in blocks[-1]
     assert (release in OLD) <= all("Nodes=" in ln for ln in blocks if ln.startswith("BlockName"))
@@ -197,6 +203,21 @@ def test_psmn_x5_by_release(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "--slurm-version 25.05" in err
     assert main([*argv[:-1], "slurm-tree"]) == 0  # the tree form serves every release
+
+
+def test_the_sizes_slurm_refuses_are_named_on_stderr_beside_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # docs/exports.md: on 25.11.7 and 26.05.3 psmn-x5 placed 1-33 and 49-58 of 86 nodes.
+    argv = ["topology", "--source", str(IB / "psmn-x5.topofile")]
+    assert main([*argv, "--status", str(IB / "psmn-x5.map"), "-o", "slurm-block"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == "BlockSizes=24,48,96,192"  # the file is printed all the same
+    assert err.count("\n") == 1 and "will refuse -N 34-48, 59-86 " in err
+    assert "-o slurm-tree" in err
+    # ... and GB200 racks of 10 to 18 trays (the example): -N 36 and 64-72.
+    assert "will refuse -N 36, 64-72 " in slurm_block.refusal_note(model_of("gb200-nvl72")[0])
+    assert slurm_block.refusal_note(model_of("equal-6-1-spine")[0]) == ""  # a short tail quad
 
 
 def test_cli_block_file_is_read_by_slurm_23_11(

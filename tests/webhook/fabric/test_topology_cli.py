@@ -153,6 +153,44 @@ def test_the_preview_says_which_hcas_it_skipped_and_suggests_status(
     assert "no node's HCA is cabled to a switch" not in out  # they are: only unnamed
 
 
+def test_the_preview_counts_no_switchs_aggregation_node(capsys: pytest.CaptureFixture[str]) -> None:
+    # The GB200 dump's 109 unnamed CAs: 69 `MT4129 ConnectX7` HCAs a node could own, and the
+    # SHARP Aggregation Node on port 65 of each of its 40 switches, which no node owns.
+    assert main(["topology", "--source", str(IB / "topograph-gb200-railopt-example.out")]) == 0
+    assert "skipped 69 cabled HCA(s)" in capsys.readouterr().out
+
+
+def test_the_preview_names_no_node_after_a_switchs_own_ca(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jabl-2 (one switch, two named hosts) plus a CA in the switch's GUID block whose one-word
+    NodeDescription would name a host, and an Aggregation Node by its NodeDescription alone."""
+    cas = {
+        "000b8cffff0053fe": "MF0;sw1:MQM9701/U1",  # the switch's GUID + 0x10, as on a Quantum-2
+        "0002c9aaaa000001": "Mellanox Technologies Aggregation Node",
+    }
+    ports = "".join(
+        f'[{port}]\t"H-{guid}"[1]({guid.lstrip("0")})\t\t# "{desc}" lid {port} 4xNDR\n'
+        for port, (guid, desc) in enumerate(cas.items(), start=3)
+    )
+    blocks = "".join(
+        f'\nvendid=0x2c9\ndevid=0xcf09\ncaguid=0x{guid.lstrip("0")}\nCa\t1 "H-{guid}"\t\t# "{desc}"'
+        f'\n[1]({guid.lstrip("0")})\t"S-000b8cffff0053ee"[{port}]\t\t# lid {port} lmc 0 '
+        '"MT43132 Mellanox Technologies" lid 3 4xNDR\n'
+        for port, (guid, desc) in enumerate(cas.items(), start=3)
+    )
+    text = (IB / "jabl-2-ibm-one-switch.topo").read_text()
+    at = text.index("\n\nvendid=0x2c9\ndevid=0x5a44") + 1
+    text = text[:at] + ports + text[at:] + blocks
+    dump = tmp_path / "dump.topo"
+    dump.write_text(text)
+    assert main(["topology", "--source", str(dump), "-o", "labels"]) == 0
+    nodes = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert nodes == ["compute-00-00", "compute-00-01"]
+    assert main(["topology", "--source", str(dump)]) == 0
+    assert "skipped" not in capsys.readouterr().out
+
+
 def test_the_preview_of_named_hcas_skips_none(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["topology", "--source", str(IB / "jabl-2-ibm-one-switch.topo")]) == 0
     assert "skipped" not in capsys.readouterr().out

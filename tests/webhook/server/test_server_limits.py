@@ -9,6 +9,7 @@ import copy
 import io
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from webhook.server.connections import Limits
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "admission"
 BASE: dict[str, Any] = json.loads((FIXTURES / "pod-create.review.json").read_bytes())
+Served = tuple[str, Any]  # the URL and the connection guard
 ETCD_OBJECT_LIMIT = 1536 * 1024  # etcd --max-request-bytes default: 1.5 MiB
 
 
@@ -36,24 +38,38 @@ def large_review(size: int) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[str, Any]]:
-    app = make_app(
-        golden_cache(),
-        Settings(),
-        limits=Limits(max_connections=4, idle_timeout=0.6, body_timeout=0.6),
-    )
+@asynccontextmanager
+async def _serving(limits: Limits, release: asyncio.Event | None = None) -> AsyncIterator[Served]:
+    """The admission server on a free loopback port: its URL and connection guard; with
+    `release`, also GET /hold, answered once `release` is set."""
+    app = make_app(golden_cache(), Settings(), limits=limits)
+    if release is not None:
+        held = release  # not None inside the handler too (mypy narrows no closure)
+
+        async def hold(request: web.Request) -> web.Response:
+            await held.wait()
+            return web.Response(text="done")
+
+        app.router.add_get("/hold", hold)
     runner = runner_for(app)
     await runner.setup()
     site = await start_https(runner, "127.0.0.1", 0, None)
     try:
         yield f"http://127.0.0.1:{site.port}", site.guard
     finally:
+        if release is not None:
+            release.set()  # before the cleanup, which waits for handlers in progress
         await runner.cleanup()
 
 
+@pytest.fixture
+async def server() -> AsyncIterator[Served]:
+    async with _serving(Limits(max_connections=4, idle_timeout=0.6, body_timeout=0.6)) as served:
+        yield served
+
+
 async def test_a_pod_at_the_etcd_limit_sent_in_many_chunks_is_admitted(
-    server: tuple[str, Any],
+    server: Served,
 ) -> None:
     url, _ = server
     body = large_review(ETCD_OBJECT_LIMIT)
@@ -77,7 +93,7 @@ async def test_a_pod_at_the_etcd_limit_sent_in_many_chunks_is_admitted(
     assert out["response"]["allowed"] is True and "patch" in out["response"]
 
 
-async def test_a_body_over_the_limit_is_400_with_json(server: tuple[str, Any]) -> None:
+async def test_a_body_over_the_limit_is_400_with_json(server: Served) -> None:
     url, _ = server
     async with (
         aiohttp.ClientSession() as s,
@@ -91,7 +107,7 @@ async def test_a_body_over_the_limit_is_400_with_json(server: tuple[str, Any]) -
         assert "larger than" in (await r.json())["error"]
 
 
-async def test_a_slow_body_is_cut_off(server: tuple[str, Any]) -> None:
+async def test_a_slow_body_is_cut_off(server: Served) -> None:
     url, _ = server
     body = json.dumps(BASE).encode()
 
@@ -122,7 +138,7 @@ async def _closed(reader: asyncio.StreamReader, within: float) -> bool:
         return True
 
 
-async def test_idle_and_slow_header_connections_are_closed(server: tuple[str, Any]) -> None:
+async def test_idle_and_slow_header_connections_are_closed(server: Served) -> None:
     url, _ = server
     idle_r, idle_w = await _open(url)
     slow_r, slow_w = await _open(url)
@@ -137,7 +153,7 @@ async def test_idle_and_slow_header_connections_are_closed(server: tuple[str, An
 
 
 async def test_keep_alive_connection_is_closed_after_the_idle_timeout(
-    server: tuple[str, Any],
+    server: Served,
 ) -> None:
     url, _ = server
     reader, writer = await _open(url)
@@ -148,7 +164,7 @@ async def test_keep_alive_connection_is_closed_after_the_idle_timeout(
     writer.close()
 
 
-async def test_the_connection_cap_closes_the_longest_idle_one(server: tuple[str, Any]) -> None:
+async def test_the_connection_cap_closes_the_longest_idle_one(server: Served) -> None:
     url, guard = server
     conns = [await _open(url) for _ in range(4)]
     await asyncio.sleep(0.05)
@@ -163,21 +179,8 @@ async def test_the_connection_cap_closes_the_longest_idle_one(server: tuple[str,
 
 
 async def test_at_the_cap_with_every_connection_busy_the_new_one_is_closed() -> None:
-    started = asyncio.Event()
     release = asyncio.Event()
-    app = make_app(golden_cache(), Settings(), limits=Limits(max_connections=2, idle_timeout=5))
-
-    async def hold(request: web.Request) -> web.Response:
-        started.set()
-        await release.wait()
-        return web.Response(text="done")
-
-    app.router.add_get("/hold", hold)
-    runner = runner_for(app)
-    await runner.setup()
-    site = await start_https(runner, "127.0.0.1", 0, None)
-    url = f"http://127.0.0.1:{site.port}"
-    try:
+    async with _serving(Limits(max_connections=2, idle_timeout=5), release) as (url, guard):
         busy = [await _open(url) for _ in range(2)]
         for _, w in busy:
             w.write(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -185,39 +188,23 @@ async def test_at_the_cap_with_every_connection_busy_the_new_one_is_closed() -> 
         extra_r, extra_w = await _open(url)
         assert await _closed(extra_r, 1)
         extra_w.close()
-        assert site.guard.refused == 1
+        assert guard.refused == 1
         release.set()
         for r, w in busy:
             assert b"done" in await asyncio.wait_for(r.readuntil(b"done"), 2)
             w.close()
-    finally:
-        release.set()
-        await runner.cleanup()
 
 
 async def test_a_request_in_progress_outlasts_the_idle_timeout() -> None:
     """The guard reads "request in progress" from aiohttp's protocol (no middleware): a handler
     slower than the idle timeout keeps its connection, which closes once idle afterwards."""
     release = asyncio.Event()
-    app = make_app(golden_cache(), Settings(), limits=Limits(idle_timeout=0.4))
-
-    async def hold(request: web.Request) -> web.Response:
-        await release.wait()
-        return web.Response(text="done")
-
-    app.router.add_get("/hold", hold)
-    runner = runner_for(app)
-    await runner.setup()
-    site = await start_https(runner, "127.0.0.1", 0, None)
-    try:
-        reader, writer = await _open(f"http://127.0.0.1:{site.port}")
+    async with _serving(Limits(idle_timeout=0.4), release) as (url, guard):
+        reader, writer = await _open(url)
         writer.write(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
         assert not await _closed(reader, 1.2)  # three idle timeouts, three sweeps
         release.set()
         assert b"done" in await asyncio.wait_for(reader.readuntil(b"done"), 2)
         assert await _closed(reader, 2)
-        assert site.guard.timed_out + site.guard.evicted <= 1
+        assert guard.timed_out + guard.evicted <= 1
         writer.close()
-    finally:
-        release.set()
-        await runner.cleanup()

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 import yaml
 
 from common import yamlload
+from common.natural import natural_key, natural_sorted
 from webhook.fabric.model import Leaf, SourceError, Spine, Unplaced
-from webhook.fabric.names import expand_hostlist, natural_key, natural_sorted
+from webhook.fabric.names import expand_hostlist
 
 
 class UnionFind:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from common.natural import natural_sorted
 from webhook.fabric.model import Fabric, Leaf, SourceError, Unplaced
-from webhook.fabric.names import natural_sorted
 from webhook.fabric.sources.build import spines_from_parents
 
 Level = tuple[str, ...]  # alternative keys for one level; the first the node carries wins

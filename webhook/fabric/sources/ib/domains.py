@@ -13,14 +13,17 @@ from itertools import chain, pairwise, repeat
 
 import numpy as np
 
+from common.natural import natural_key, natural_ranks, natural_sorted
 from webhook.fabric.model import Fabric, Leaf, Unplaced
-from webhook.fabric.names import natural_key, natural_ranks, natural_sorted
 from webhook.fabric.sources.build import UnionFind, spines_from_parents
 from webhook.fabric.sources.ib import guids
 from webhook.fabric.sources.ib.dump import Dump
 from webhook.fabric.sources.ib.reader import switch_name
 
-_DEFAULT_DESC = ("Mellanox Technologies Aggregation Node",)
+_AGGREGATION_NODE = "Mellanox Technologies Aggregation Node"  # SHARP's CA inside a switch
+# A switch's own CAs take node GUIDs just above the switch's (the Aggregation Node: +0x8 on
+# Quantum, +0x10 on Quantum-2, in every real dump of reference/fabric): no node owns one.
+_SWITCH_GUID_BLOCK = 0x100
 
 
 def _names(dump: Dump) -> dict[int, str]:
@@ -39,18 +42,34 @@ def _names(dump: Dump) -> dict[int, str]:
 
 def _join_by_description(dump: Dump) -> tuple[dict[int, str], int]:
     """Preview only (no statuses given): `host dev` NodeDescriptions name the host. Also the
-    number of cabled HCAs skipped because theirs is not that (a firmware default such as
-    "MT25408 ConnectX Mellanox Technologies")."""
+    number of cabled HCAs a node could own that were skipped because their NodeDescription is
+    not that (a firmware default such as "MT25408 ConnectX Mellanox Technologies"); a switch's
+    own CAs are neither named nor counted."""
     out = {}
     skipped = 0
+    inside = _in_switch_guid_blocks(dump)
     for ca in dump.host_switch:
         desc = dump.desc_of(ca)
+        if ca in inside or desc == _AGGREGATION_NODE:
+            continue
         words = desc.split()
-        if 1 <= len(words) <= 2 and desc not in _DEFAULT_DESC:
+        if 1 <= len(words) <= 2:
             out[ca] = words[0]
         else:
             skipped += 1
     return out, skipped
+
+
+def _in_switch_guid_blocks(dump: Dump) -> set[int]:
+    """The CAs whose node GUID lies in the GUID block of the switch they are cabled to: parts
+    of that switch (its SHARP Aggregation Node, whatever its NodeDescription), not HCAs of any
+    node. One in every Quantum switch: a dump of a large fabric holds hundreds."""
+    hosts, firsts = dump.hosts()
+    ca_guids = np.asarray(dump.guids_of(hosts), np.uint64)
+    switch_guids = np.asarray(dump.guids_of(firsts), np.uint64)
+    ahead = ca_guids > switch_guids  # guards the subtraction below, which wraps otherwise
+    near = ahead & (ca_guids - switch_guids < _SWITCH_GUID_BLOCK)
+    return set(np.asarray(hosts, np.int64)[near].tolist())
 
 
 def _hosts_on_spines(dump: Dump, ca_node: Mapping[int, str]) -> dict[int, int]:

@@ -9,7 +9,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.fabric.names import natural_ranks, natural_sorted
+from agent.summary import usable_hcas
+from common.model import Hca, HcaPort
+from common.natural import natural_ranks, natural_sorted
 
 
 def natural_key(name: str) -> tuple[str | int, ...]:
@@ -59,3 +61,12 @@ def test_natural_ranks_of_names_outside_ascii_are_still_natural() -> None:
     names = ["nœud10", "nœud9", "n\u00e9ud1", "leaf00120", "leaf120", "leaf0"]
     ranks = natural_ranks(names)
     assert sorted(names, key=ranks.__getitem__) == natural_sorted(names)
+
+
+def test_the_agent_orders_hcas_as_the_webhook_orders_names() -> None:
+    """One natural order on both sides: the agent's usable HCAs come in natural_sorted's order,
+    case folded (a case-sensitive key would put `Mlx5_3` before `mlx5_2`)."""
+    names = ["mlx5_10", "Mlx5_3", "mlx5_2", "mlx5_1"]
+    up = (HcaPort(port=1, state="ACTIVE", phys_state="LinkUp", rate_gbps=400, link_layer="IB"),)
+    hcas = [Hca(name=n, gdr_capable=True, ports=up, compute_fabric=True) for n in names]
+    assert usable_hcas(hcas) == natural_sorted(names) == ["mlx5_1", "mlx5_2", "Mlx5_3", "mlx5_10"]
