@@ -190,3 +190,15 @@ def test_garbage_collected_with_the_job_it_stays_until_the_last_member_is_gone()
         placer.reconcile()
     assert [v for v, _, _ in domains.log] == ["create", "release"]  # not deleted twice
     assert cd["metadata"]["finalizers"] == ["resource.nvidia.com/computeDomain"]
+
+
+def test_only_a_change_of_declared_templates_makes_pods_be_resolved_again() -> None:
+    _, domains, placer = imex_setup(racks_under_leaves(1))
+    book = placer.imex.book
+    cd = domains.user_made("team-a", "mine", "my-channel")
+    book.event("ADDED", cd)
+    version = book.version
+    book.event("MODIFIED", {**cd, "status": {"status": "Ready"}})  # the controller's status
+    assert book.version == version
+    book.event("DELETED", cd)
+    assert book.version > version

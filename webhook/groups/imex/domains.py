@@ -66,7 +66,7 @@ class Book:
         self.served: bool | None = None  # None: not known yet (no list answered)
         self.by_name: dict[tuple[str, str], Domain] = {}
         self.by_template: dict[tuple[str, str], Domain] = {}
-        self.version = 0  # bumps with every change (readers that resolve templates ask again)
+        self.version = 0  # bumps when the declared templates change (their readers ask again)
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
         """A complete list (a list that answered is served, unless set_served says not)."""
@@ -90,8 +90,9 @@ class Book:
 
     def event(self, kind: str, obj: Mapping[str, Any]) -> None:
         d = domain_of(obj)
-        self.version += 1
         old = self.by_name.pop((d.namespace, d.name), None)
+        if kind == "DELETED" or old is None or old.template != d.template:
+            self.version += 1  # which templates are declared changed (not a status update)
         if old is not None and self.by_template.get((old.namespace, old.template)) == old:
             del self.by_template[(old.namespace, old.template)]
         if kind != "DELETED":
