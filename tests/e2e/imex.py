@@ -30,6 +30,8 @@ from tests.e2e.fleet import Fleet
 CRDS = ROOT / "tests" / "fixtures" / "schedulers" / "dra-driver-nvidia-gpu"
 DRIVER = "compute-domain.nvidia.com"
 CD = ("resource.nvidia.com", "v1beta1", "computedomains")
+CRD_NOW = CRDS / "resource.nvidia.com_computedomains.yaml"  # v0.4.0 on: numNodes optional
+CRD_V25 = CRDS / "resource.nvidia.com_computedomains-v25.8.1.yaml"  # v25.3-v25.12: required
 
 
 def controller_missing(k8s_tools: Path) -> str:

@@ -6,7 +6,9 @@ printed (`-s`) for docs: creation to all bound (the placer ungates once the temp
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,3 +186,40 @@ def _exists(core: client.CoreV1Api, ns: str, name: str) -> bool:
             return False
         raise
     return True
+
+
+def test_a_group_is_ungated_only_once_the_controller_made_its_template(
+    imex_env: lab.Imex, layout: dict[str, list[str]], ns: str
+) -> None:
+    env = imex_env.env
+    os.kill(imex_env.pid, signal.SIGSTOP)  # a busy controller: no template for now
+    try:
+        pods.create(env.core, ns, members("slow", 2))
+        said = wait_until(
+            lambda: [e for e in pods.events(env.core, ns, "GroupWaiting") if "ResourceClaim" in e],
+            30,
+            "the group saying it waits for the template",
+        )
+        assert (
+            "waiting for NVIDIA's ComputeDomain controller to make ResourceClaimTemplate "
+            in said[0]
+        )
+        assert all(p.spec.scheduling_gates for p in pods.listed(env.core, ns))  # still gated
+    finally:
+        os.kill(imex_env.pid, signal.SIGCONT)
+    bound_nodes(env, ns, "slow", 2)
+
+
+def test_a_driver_that_requires_num_nodes_gets_the_groups_node_count(
+    imex_env: lab.Imex, layout: dict[str, list[str]], ns: str
+) -> None:
+    # v25.3-v25.12's CRD requires spec.numNodes; there the IMEX daemons may wait for that many
+    cluster, api = imex_env.env.cluster, imex_env.env.cluster.client()
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(lab.CRD_V25))
+    try:
+        pods.create(imex_env.env.core, ns, members("sized", 3))
+        bound_nodes(imex_env.env, ns, "sized", 3)
+        cd = lab.compute_domain(api, ns, "sized")
+        assert cd is not None and cd["spec"].get("numNodes") == 3, cd
+    finally:
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(lab.CRD_NOW))
