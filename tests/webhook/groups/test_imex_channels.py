@@ -202,3 +202,19 @@ def test_only_a_change_of_declared_templates_makes_pods_be_resolved_again() -> N
     assert book.version == version
     book.event("DELETED", cd)
     assert book.version > version
+
+
+def test_a_finished_or_deleted_member_frees_its_trays_channel() -> None:
+    api, _, placer = imex_setup(racks_under_leaves(1))
+    create(api, placer, members("a", 18))
+    bind(api, placer, "a")
+    create(api, placer, members("b", 2))
+    assert nodes_of(placer, "b") == set()  # every tray's channel is a's
+    for (_, name), pod in list(api.pods.items()):
+        if name == "a-0":
+            pod["status"]["phase"] = "Succeeded"  # the kubelet unprepares its claim
+            placer.pod_event("MODIFIED", pod)
+        if name == "a-1":
+            placer.pod_event("DELETED", api.pods.pop(("team-a", name)))
+    placer.reconcile()
+    assert len(nodes_of(placer, "b")) == 2
