@@ -26,6 +26,8 @@ from webhook.groups.gang.place import Gang
 from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
+from webhook.groups.preempt.admission import PodPatchApi
+from webhook.groups.preempt.admission import admit_placement as admit
 from webhook.groups.preempt.budgets import Budget, budget_of
 from webhook.groups.preempt.priority import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
@@ -38,20 +40,15 @@ from webhook.groups.records import (
     pod_ref,
 )
 from webhook.groups.recovery import outcome, repromise, seat_again
+from webhook.groups.refusals import Refusals, Rejected
+from webhook.groups.said import Said
 from webhook.groups.seating import Seat, seat_new, seat_words
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
-EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
 
 
-class Rejected(Exception):
-    """The API server refused a patch (the pod changed or is gone): decide again later."""
-
-
-class PlacerApi(Protocol):
-    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None: ...
-
+class PlacerApi(PodPatchApi, Protocol):
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
 
 
@@ -61,6 +58,8 @@ class PlacerMetrics(Protocol):
     def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
+
+    def refused(self, write: str, code: int) -> None: ...
 
 
 class Placer:
@@ -78,13 +77,16 @@ class Placer:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
         self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
         self.gang = gang or Gang(clock=clock)  # native gangs (PodGroup) and the partly-bound watch
-        self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
+        self.preempt = Preemptor(  # no evictor: no preemption; its placement asked first
+            evictor, api.event, clock, metrics, lambda g, p: admit(api, self.view, self.pods, g, p)
+        )
+        self.refusals = Refusals(api.event, clock, metrics)  # groups whose write was refused
         self.view = self.imex.view = CapacityView()  # IMEX channels go into its node labels
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
-        self._said: dict[tuple[GroupKey, str], tuple[str, float]] = {}  # last Event per reason
+        self.said = Said(api.event, clock)  # the waiting Events
         self._listing: dict[str, PodRecord] = {}  # a pod list in flight (pods_start)
         self._budgets: list[Budget] = []  # a PodDisruptionBudget list in flight
 
@@ -183,7 +185,8 @@ class Placer:
                     self.groups.pop(key, None)
                     self.waiting.pop(key, None)
                     self.preempt.done(key)
-                    self._said = {k: v for k, v in self._said.items() if k[0] != key}
+                    self.refusals.cleared(key)
+                    self.said.forget(key)
             self.retry_all()  # freed GPUs may let a waiting group in
             return
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
@@ -235,12 +238,18 @@ class Placer:
             if stopping():
                 self.dirty.update(todo[i:])
                 return
+            if not self.refusals.due(key):  # refused a moment ago: tried again after its wait
+                self.dirty.add(key)
+                continue
             try:
                 self._place(key)
-            except Rejected:
-                self.dirty.add(key)  # the pod moved on; the next event or tick retries
+            except Rejected as err:  # told once, said while it waits, tried again later
+                gated = [pod_ref(self.pods[u]) for u in self.groups.get(key, ()) if self._gated(u)]
+                self.waiting[key] = self.refusals.refused(key, err, gated)
+                self.dirty.add(key)
             except Exception:
                 log.exception("group placement failed", extra={"group": f"{key[0]}/{key[1]}"})
+                self.refusals.failed(key)
                 self.dirty.add(key)
 
     def _place(self, key: GroupKey) -> None:
@@ -373,6 +382,7 @@ class Placer:
             if ops is None:
                 continue
             self.api.patch_pod(rec.namespace, rec.name, ops)  # Rejected stops the rest
+            self.refusals.cleared(key)
             value = placement_value(s.level, s.domain)
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
@@ -385,20 +395,8 @@ class Placer:
                 self.api.event(pod_ref(rec), "GroupRankMoved", s.moved, "Warning")
 
     def _wait(
-        self,
-        key: GroupKey,
-        gated: list[PodRecord],
-        message: str,
-        reason: str,
-        kind: str = "Normal",
+        self, key: GroupKey, gated: list[PodRecord], message: str, reason: str, kind: str = "Normal"
     ) -> None:
-        """Record why the group waits; tell its pods with an Event when that changed, at most
-        once per EVENT_EVERY seconds per reason (capacity numbers move with every pod)."""
+        """Record why the group waits; tell its pods when that changed (said.py)."""
         self.waiting[key] = message
-        said = self._said.get((key, reason))
-        now = self.clock()
-        if said is not None and (said[0] == message or now - said[1] < EVENT_EVERY):
-            return
-        self._said[(key, reason)] = (message, now)
-        for rec in gated:
-            self.api.event(pod_ref(rec), reason, message, kind)
+        self.said.tell(key, [pod_ref(r) for r in gated], reason, message, kind)

@@ -25,7 +25,8 @@ from webhook.groups.imex.names import (
 )
 from webhook.groups.imex.place import Imex
 from webhook.groups.imex.templates import Templates
-from webhook.groups.placer import Placer, Rejected
+from webhook.groups.placer import Placer
+from webhook.groups.refusals import Rejected
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
 CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes
@@ -79,10 +80,13 @@ class FakeDomains:
     ) -> Mapping[str, Any]:
         wrong = problems(body)
         if wrong:
-            raise Rejected("; ".join(wrong))  # HTTP 422
+            what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
+            raise Rejected("computedomains/create", what, 422, "; ".join(wrong))
         name = body["metadata"]["name"]
         if (namespace, name) in self.objects:
-            raise Rejected(f"computedomains {name!r} already exists")  # HTTP 409
+            what = f"create of ComputeDomain {namespace}/{name}"
+            message = f'computedomains.resource.nvidia.com "{name}" already exists'
+            raise Rejected("computedomains/create", what, 409, message)
         self.serial += 1
         obj = copy.deepcopy(dict(body))
         obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}
@@ -125,7 +129,8 @@ class FakeDomains:
             return
         finalizers = have["metadata"].get("finalizers") or []
         if index >= len(finalizers) or finalizers[index] != FINALIZER:
-            raise Rejected("HTTP 422: the JSON patch test failed")
+            what = f"finalizer removal from ComputeDomain {namespace}/{name}"
+            raise Rejected("computedomains/patch", what, 422, "the JSON patch test failed")
         del finalizers[index]
         self.log.append(("release", name, len(self.pods.patches)))
         if not finalizers and have["metadata"].get("deletionTimestamp"):

@@ -17,7 +17,7 @@ from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.kube import KubeDomainApi
 from webhook.groups.imex.names import FINALIZER, NODE_LABEL, TEMPLATE_TARGET
 from webhook.groups.imex.templates import Templates
-from webhook.groups.placer import Rejected
+from webhook.groups.refusals import Rejected
 
 
 class Server:
@@ -75,9 +75,13 @@ def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
     kube, server = api(CRD)
     body = compute_domain("team-a", "moe", None)
     body["spec"] = {"channel": {}}  # no template: 422 without numNodes in it
-    with pytest.raises(Rejected):
+    with pytest.raises(Rejected) as refused:
         kube.create_domain("team-a", body, 2)
     assert len(server.sent) == 1
+    err = refused.value  # what the placer logs and tells: the API server's words
+    assert (err.write, err.code) == ("computedomains/create", 422)
+    assert err.what == "create of ComputeDomain team-a/moe"
+    assert err.message and not err.message.startswith("HTTP")
 
 
 class Patches:

@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSION
 from webhook.groups.gang.podgroups import Book
 from webhook.groups.owned import OURS
+from webhook.groups.refusals import Rejected, status_words
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
@@ -43,9 +44,14 @@ class KubeGangApi:
                 PG_GROUP, PG_VERSION, namespace, PG_PLURAL, dict(body), _request_timeout=_TIMEOUT
             )
         except ApiException as err:
-            if err.status != 409:
+            if err.status == 409:
+                return body  # AlreadyExists: ours from a moment ago; the watch brings its UID
+            if err.status is None or not 400 <= err.status < 500:
                 raise
-            return body  # AlreadyExists: ours from a moment ago; the watch brings its UID
+            name = str((body.get("metadata") or {}).get("name", ""))
+            what = f"create of PodGroup {namespace}/{name}"
+            words = status_words(err.status, err.body)
+            raise Rejected("podgroups/create", what, err.status, words) from err
         return dict(made)
 
     def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:

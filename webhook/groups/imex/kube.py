@@ -20,7 +20,7 @@ from webhook.groups.imex.names import (
 )
 from webhook.groups.imex.templates import Templates
 from webhook.groups.names import PLACER_FIELD_MANAGER
-from webhook.groups.placer import Rejected
+from webhook.groups.refusals import Rejected, status_words
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
 
@@ -57,8 +57,11 @@ class KubeDomainApi:
             if err.status == 422 and "numNodes" in str(err.body) and not self.num_nodes:
                 self.num_nodes = True
                 return self.create_domain(namespace, body, nodes)
-            if err.status in (403, 404, 409, 422):  # the next reconcile tries again
-                raise Rejected(f"computedomain {namespace}: HTTP {err.status}") from err
+            if err.status is not None and 400 <= err.status < 500:  # told, tried again later
+                name = str((body.get("metadata") or {}).get("name", ""))
+                what = f"create of ComputeDomain {namespace}/{name}"
+                words = status_words(err.status, err.body)
+                raise Rejected("computedomains/create", what, err.status, words) from err
             raise
 
     def _create(self, namespace: str, body: Mapping[str, Any], nodes: int) -> Mapping[str, Any]:
@@ -105,7 +108,9 @@ class KubeDomainApi:
         except ApiException as err:
             if err.status == 404:
                 return
-            raise Rejected(f"computedomain {namespace}/{name}: HTTP {err.status}") from err
+            what = f"finalizer removal from ComputeDomain {namespace}/{name}"
+            words = status_words(err.status or 0, err.body)
+            raise Rejected("computedomains/patch", what, err.status or 0, words) from err
 
 
 def domain_watch(

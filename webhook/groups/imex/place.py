@@ -44,7 +44,7 @@ class DomainApi(Protocol):
         self, namespace: str, body: Mapping[str, Any], nodes: int
     ) -> Mapping[str, Any]:
         """The created object (with numNodes = `nodes` where the served CRD requires the field);
-        raises placer.Rejected when the API server refuses it."""
+        raises refusals.Rejected when the API server refuses it."""
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
