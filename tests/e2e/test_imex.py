@@ -41,8 +41,11 @@ def imex_env(k8s_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield made
     finally:
         if made is not None:
-            lab.stop_controller(made)
             env = made.env
+            try:  # while NVIDIA's controller still runs: its finalizers hold ComputeDomains
+                env.wait_dropped()
+            finally:
+                lab.stop_controller(made)
         tear_down(env)
 
 
