@@ -87,7 +87,12 @@ def test_rbac_is_exactly_least_privilege() -> None:
         # a group's, held by the placer's finalizer until its last member is gone (patch)
         (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete", "patch")),
         (("resource.k8s.io",), ("resourceclaimtemplates",), (), ("list", "watch")),  # made yet?
-        (("scheduling.k8s.io",), ("podgroups",), (), ("create", "delete")),  # a group's gang
+        (
+            ("scheduling.k8s.io",),
+            ("podgroups",),
+            (),
+            ("create", "delete", "get", "patch"),
+        ),  # a group's gang
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),

@@ -93,7 +93,7 @@ def admission_settings(
         largest_spine_gpus=lambda: spines.largest(most_gpus_in(cache)),
         # Without a placer in this process's deployment nothing lifts a group gate: do not set it
         placer=bool(getattr(args, "placer", False)),
-        native_gang=(lambda: gangs.served is True) if gangs is not None else None,
+        native_gang=(lambda: gangs.served) if gangs is not None else None,
         imex=imex,
     )
 

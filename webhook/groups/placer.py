@@ -232,7 +232,7 @@ class Placer:
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
         self.imex.sweep(self.groups)  # ComputeDomains of groups whose last pod is gone
-        self.gang.tick(self.groups, self.pods, self.imex.synced, self.waiting)  # partly bound
+        self.gang.tick(self.groups, self.pods, self.imex.synced, self.waiting, self.preempt.budgets)
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
