@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.gang.kube import KubeGangApi, podgroup_watch
 from webhook.groups.gang.place import Gang, GangMetrics
-from webhook.groups.imex.kube import KubeDomainApi, domain_watch
+from webhook.groups.imex.kube import KubeDomainApi, domain_watch, template_watch
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
@@ -218,6 +218,7 @@ def run_placer(
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
+        template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),
         podgroup_watch("placer-podgroups", api_client, gang.book, inbox.put),
         ListWatch(
             "placer-nodes",

@@ -81,7 +81,7 @@ class Placer:
             evictor, api.event, clock, metrics, lambda g, p: admit(api, self.view, self.pods, g, p)
         )
         self.refusals = Refusals(api.event, clock, metrics)  # groups whose write was refused
-        self.view = CapacityView()
+        self.view = self.imex.view = CapacityView()  # IMEX channels go into its node labels
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
@@ -162,11 +162,12 @@ class Placer:
         old, listed, now = self.pods, self._listing, self.clock()
         self.pods, self.groups, self._listing = {}, {}, {}
         self.view.reset_pods()
+        self.imex.reset()  # the IMEX channels taken: from the listed pods again
         self.preempt.index.reset()
         for rec in listed.values():
             was = old.get(rec.uid)
             self._keep(replace(rec, seen=was.seen if was is not None else now))
-        repromise(self.view, self.pods.values())
+        repromise(self.view, self.pods.values(), self.imex.channel_free, self.imex.track)
         self.imex.synced = True  # from now on a group without pods is gone
         self.retry_all()
 
@@ -175,6 +176,7 @@ class Placer:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             rec = self.pods.pop(uid, None)
             self.view.delete_pod(uid)
+            self.imex.forget(uid)
             self.preempt.index.remove(uid)
             if rec is not None and rec.group is not None:
                 key = (rec.namespace, rec.group.name)
@@ -210,6 +212,7 @@ class Placer:
         self.view.put_pod(
             rec.uid, rec.node, rec.gpus, rec.holds, rec.nominated if rec.member else ""
         )
+        self.imex.track(rec)  # the IMEX channel it holds or was promised, if any
         if rec.holds and rec.gpus:
             self.preempt.index.put(as_running(rec))
         else:
@@ -295,7 +298,7 @@ class Placer:
             level=spec.level,
             within=within,
         )
-        adjusted = self.imex.adjust(key, request, recs, self.view.promised)
+        adjusted = self.imex.adjust(key, request, recs)
         if isinstance(adjusted, str):
             self._wait(key, gated, f"group {spec.name}: {adjusted}", "GroupWaiting")
             return
@@ -331,10 +334,9 @@ class Placer:
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", outcome(decided, within), took)
-        self.imex.ensure(key, recs)  # its ComputeDomain before the gate goes
-        gang = self.gang.ensure(key, spec.size, recs)  # its PodGroup, too
-        if gang is not None:
-            self._wait(key, gated, f"group {spec.name}: {gang}", "GroupWaiting")
+        why = self.imex.ensure(key, recs) or self.gang.ensure(key, spec.size, recs)  # made?
+        if why:
+            self._wait(key, gated, f"group {spec.name}: {why}", "GroupWaiting")
             return
         self._apply(key, gated, decided, recovery=bool(recorded))
 
@@ -384,6 +386,7 @@ class Placer:
             value = placement_value(s.level, s.domain)
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
+            self.imex.track(self.pods[rec.uid], s.node)  # its channel is taken
             if self.metrics:
                 self.metrics.ungated(self.clock() - rec.seen, recovery)
             text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
