@@ -1,7 +1,8 @@
 """Where the tests find reference data. What the repository may carry is copied under
 tests/fixtures/ (each folder has a PROVENANCE.md); what it may not (GPL-licensed files, files
 without a licence) is read from ../shared/reference beside the clone, which CI and the team's
-checkouts have, and a test that needs it is skipped, with the reason, where it is absent."""
+checkouts have, and a test that needs it is skipped, with the reason, where it is absent. The
+e2e tier's Kubernetes control plane comes from beside the clone too (../shared/tools/k8s)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Captured kube-apiserver 1.36 bytes, copied from ../shared/reference/k8s-wire.
 WIRE = FIXTURES / "k8s-wire"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "reference"
+BESIDE = Path(__file__).resolve().parents[2] / "shared"
+SHARED = BESIDE / "reference"
+K8S_TOOLS = BESIDE / "tools" / "k8s"  # up.sh / down.sh (tests/e2e/cluster.py)
 
 
 def shared(path: str, source: str) -> Path:

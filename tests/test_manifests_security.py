@@ -84,8 +84,15 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
-        (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete")),  # a group's
-        (("scheduling.k8s.io",), ("podgroups",), (), ("create", "delete")),  # a group's gang
+        # a group's, held by the placer's finalizer until its last member is gone (patch)
+        (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete", "patch")),
+        (("resource.k8s.io",), ("resourceclaimtemplates",), (), ("list", "watch")),  # made yet?
+        (
+            ("scheduling.k8s.io",),
+            ("podgroups",),
+            (),
+            ("create", "delete", "get", "patch"),
+        ),  # a group's gang
     ]
     assert rules("Role", "gpufabric-placer-lease") == [
         (("coordination.k8s.io",), ("leases",), (), ("create",)),

@@ -237,6 +237,7 @@ def test_dashboard_and_docs_name_only_metrics_the_code_exports() -> None:
     hook.group_waiting_priority.labels(priority="100").set(1)
     hook.domain_made(1, 1)
     hook.all_bound(1.0)
+    hook.refused("pods/patch", 422)
     exported = (generate_latest(agent.registry) + generate_latest(hook.registry)).decode()
     names = set(
         re.findall(

@@ -23,7 +23,7 @@ from webhook.groups.gang.podgroups import Book as PodGroups
 from webhook.groups.imex.domains import Book
 from webhook.groups.imex.inject import ImexState
 from webhook.groups.imex.nodes import DomainSizes
-from webhook.groups.spines import SpineSizes, gpus_in
+from webhook.groups.spines import SpineSizes, most_gpus_in
 from webhook.kube.watch import ListWatch
 from webhook.server import tlsfiles
 from webhook.server.app import (
@@ -90,10 +90,10 @@ def admission_settings(
         policy,
         args.inject_nccl_tuning,
         not args.no_nccl_ib_hca,
-        largest_spine_gpus=lambda: spines.largest(gpus_in(cache)),
+        largest_spine_gpus=lambda: spines.largest(most_gpus_in(cache)),
         # Without a placer in this process's deployment nothing lifts a group gate: do not set it
         placer=bool(getattr(args, "placer", False)),
-        native_gang=(lambda: gangs.served is True) if gangs is not None else None,
+        native_gang=(lambda: gangs.served) if gangs is not None else None,
         imex=imex,
     )
 

@@ -18,9 +18,11 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
+from tests import reference
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS_ENV = "GPUFABRIC_E2E_K8S"
-SHARED_TOOLS = ROOT.parent / "shared" / "tools" / "k8s"
+SHARED_TOOLS = reference.K8S_TOOLS
 ADMIN_TOKEN = "admintoken"  # up.sh's token file: user admin in system:masters
 # PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) need these on the API server and the scheduler.
 GANG_API_ARGS = (
@@ -46,10 +48,10 @@ class Tools:
     reason: str
 
 
-def find_tools(env: dict[str, str] | None = None) -> Tools:
+def find_tools(env: dict[str, str] | None = None, shared: Path = SHARED_TOOLS) -> Tools:
     env = dict(os.environ) if env is None else env
     looked = [Path(env[TOOLS_ENV])] if env.get(TOOLS_ENV) else []
-    looked.append(SHARED_TOOLS)
+    looked.append(shared)
     for path in looked:
         if (path / "up.sh").is_file() and (path / "down.sh").is_file():
             return Tools(path, "")
@@ -115,8 +117,17 @@ class Cluster:
         return client.ApiClient(cfg)
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60.0) -> str:
-        """kubectl as admin; a failure raises with kubectl's own message."""
-        out = subprocess.run(
+        """kubectl as admin: its stdout; a failure raises with kubectl's own message."""
+        out = self.kubectl_run(*args, stdin=stdin, timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
+        return out.stdout
+
+    def kubectl_run(
+        self, *args: str, stdin: str | None = None, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """kubectl as admin, whatever it answers (stderr holds the API's warnings)."""
+        return subprocess.run(
             [str(self.kubectl_path), f"--kubeconfig={self.admin_kubeconfig}", *args],
             input=stdin,
             capture_output=True,
@@ -124,9 +135,6 @@ class Cluster:
             timeout=timeout,
             check=False,
         )
-        if out.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
-        return out.stdout
 
     def token(
         self, account: str, namespace: str, *, node: str | None = None, seconds: int = 7200
@@ -134,14 +142,15 @@ class Cluster:
         """A TokenRequest token of ServiceAccount `account`, as a pod of it gets one; `node`: bound
         to that Node (`--bound-object-kind Node`), so it carries the node name a DaemonSet pod's
         token carries (authentication.kubernetes.io/node-name)."""
+        core = client.CoreV1Api(self.client())
         bound = None
         if node is not None:
-            uid = client.CoreV1Api(self.client()).read_node(node).metadata.uid
+            uid = core.read_node(node).metadata.uid
             bound = client.V1BoundObjectReference(api_version="v1", kind="Node", name=node, uid=uid)
         spec = client.V1TokenRequestSpec(
             audiences=[], expiration_seconds=seconds, bound_object_ref=bound
         )
-        made = client.CoreV1Api(self.client()).create_namespaced_service_account_token(
+        made = core.create_namespaced_service_account_token(
             account, namespace, client.AuthenticationV1TokenRequest(spec=spec)
         )
         return str(made.status.token)
@@ -173,10 +182,11 @@ def start(
     sched_args: tuple[str, ...] = (),
     cm_args: tuple[str, ...] = (),
     controllers: str = "",
-    prefix: str = "e2e-",
+    prefix: str | None = None,
 ) -> Cluster:
-    """A control plane of its own (state under /tmp/<prefix>*, free ports); stop() ends it."""
-    state = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    """A control plane of its own (free ports; state under /tmp/<prefix>*, by default named after
+    the checkout, /tmp/<clone>-k8s-*, so whose cluster it is shows); stop() ends it."""
+    state = Path(tempfile.mkdtemp(prefix=prefix or f"{ROOT.name}-k8s-", dir="/tmp"))
     api = free_port()
     env = {
         **os.environ,

@@ -71,17 +71,24 @@ def gang_env(k8s_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture
-def cluster_env(request: pytest.FixtureRequest) -> Env:
-    """`env`, or `gang_env` where the test is parametrized indirectly with "gang"."""
+def cluster_env(request: pytest.FixtureRequest) -> Iterator[Env]:
+    """`env`, or `gang_env` where the test is parametrized indirectly with "gang"
+    (`@pytest.mark.parametrize("cluster_env", ["plain", "gang"], indirect=True)`). Afterwards the
+    webhook's log of the test holds no traceback: whatever a test provokes, serve never crashes
+    a thread or a request."""
     name = "gang_env" if getattr(request, "param", "plain") == "gang" else "env"
     chosen: Env = request.getfixturevalue(name)
     chosen.webhook.mark()
-    return chosen
+    yield chosen
+    log = chosen.webhook.log_since_mark(limit=10**7)
+    assert "Traceback" not in log, (
+        f"the webhook logged a traceback:\n{log[max(0, log.index('Traceback') - 2000) :]}"
+    )
 
 
 @pytest.fixture
 def ns(cluster_env: Env, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = cluster_env.new_namespace(request.node.name.replace("_", "-").replace("[", "-"))
+    name = cluster_env.new_namespace(request.node.name)
     try:
         yield name
     finally:

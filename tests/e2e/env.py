@@ -5,8 +5,10 @@ by `drop_namespace`."""
 
 from __future__ import annotations
 
+import functools
+import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubernetes import client
@@ -25,27 +27,54 @@ class Env:
     webhook: serve.Webhook
     kubelet: KubeletStandIn
     workdir: Path
+    dropped: list[str] = field(default_factory=list)  # namespaces deleted, maybe still finalizing
 
-    @property
+    @functools.cached_property
+    def admin(self) -> client.ApiClient:
+        """One admin client for the test side (a connection pool of its own)."""
+        return self.cluster.client()
+
+    @functools.cached_property
     def core(self) -> client.CoreV1Api:
-        return client.CoreV1Api(self.cluster.client())
+        return client.CoreV1Api(self.admin)
 
     def new_namespace(self, hint: str) -> str:
         """A namespace of its own (the name says which test made it)."""
-        name = f"e2e-{hint[:40].strip('-')}-{uuid.uuid4().hex[:5]}".lower()
+        short = re.sub(r"[^a-z0-9-]+", "-", hint.lower())[:40].strip("-")
+        name = f"e2e-{short}-{uuid.uuid4().hex[:5]}"
         self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         return name
 
     def drop_namespace(self, name: str, timeout: float = 90) -> None:
-        """Delete the namespace and wait until it is gone (its pods force-deleted by the kubelet
-        stand-in as the namespace controller deletes them)."""
+        """Delete the namespace; return once its pods are gone (the capacity the next test
+        needs). Its pods go first, force-deleted as a kubelet confirms them, so the namespace
+        controller finds it empty at its first look; tear_down() waits for the namespaces
+        themselves (~5 s each of the controller's own pace, not worth waiting test by test)."""
         self.kubelet.forget(name)
         try:
+            # Jobs first, or their controller replaces the pods deleted below.
+            client.BatchV1Api(self.admin).delete_collection_namespaced_job(
+                name, propagation_policy="Background"
+            )
+            self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+            wait_until(
+                lambda: not self.core.list_namespaced_pod(name).items,
+                timeout,
+                f"pods of {name} deleted",
+            )
             self.core.delete_namespace(name)
         except ApiException as err:
             if err.status != 404:
                 raise
-        wait_until(lambda: not _exists(self.core, name), timeout, f"namespace {name} deleted")
+        self.dropped.append(name)
+
+    def wait_dropped(self, timeout: float = 90) -> None:
+        """Until every namespace a test dropped is gone: nothing is left behind."""
+        wait_until(
+            lambda: not [n for n in self.dropped if _exists(self.core, n)],
+            timeout,
+            f"namespaces {self.dropped} deleted",
+        )
 
 
 def _exists(core: client.CoreV1Api, name: str) -> bool:
@@ -87,6 +116,11 @@ def bring_up(tools: Path, workdir: Path, *, gang: bool = False) -> Env:
 
 
 def tear_down(env: Env) -> None:
-    serve.stop(env.webhook)
-    env.kubelet.stop()
-    k8s.stop(env.cluster)
+    """Everything bring_up() started is stopped, even when a namespace was left behind (which
+    then fails the session's last test)."""
+    try:
+        env.wait_dropped()
+    finally:
+        serve.stop(env.webhook)
+        env.kubelet.stop()
+        k8s.stop(env.cluster)

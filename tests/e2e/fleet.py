@@ -65,8 +65,9 @@ def static_map(leaves: dict[str, list[str]]) -> str:
 class Fleet:
     def __init__(self, cluster: Cluster, workdir: Path) -> None:
         self.cluster = cluster
-        self.core = client.CoreV1Api(cluster.client())
-        self.custom = client.CustomObjectsApi(cluster.client())
+        admin = cluster.client()
+        self.core = client.CoreV1Api(admin)
+        self.custom = client.CustomObjectsApi(admin)
         self.workdir = workdir
         self.nodes: list[str] = []
         self._topology = False
@@ -124,6 +125,16 @@ class Fleet:
             self.core.replace_namespaced_config_map(TOPOLOGY, NAMESPACE, body)
         self._topology = True
 
+    def drop_topology(self) -> None:
+        """Delete ConfigMap gpufabric-topology (if this fleet made it)."""
+        if self._topology:
+            try:
+                self.core.delete_namespaced_config_map(TOPOLOGY, NAMESPACE)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+            self._topology = False
+
     def labels(self, name: str) -> dict[str, str]:
         return dict(self.core.read_node(name).metadata.labels or {})
 
@@ -144,12 +155,7 @@ class Fleet:
     def cleanup(self) -> None:
         """Delete the topology ConfigMap and the nodes (their statuses with them), and wait until
         the labeler has forgotten them: the next test on this cluster starts from nothing."""
-        if self._topology:
-            try:
-                self.core.delete_namespaced_config_map(TOPOLOGY, NAMESPACE)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
+        self.drop_topology()
         for name in self.nodes:
             for delete in (
                 lambda n=name: self.custom.delete_cluster_custom_object(

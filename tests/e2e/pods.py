@@ -11,10 +11,11 @@ from kubernetes import client
 
 from tests.e2e.waits import wait_until
 
+wait_for = wait_until  # for tests that import only this module
+
 PAUSE = "registry.k8s.io/pause:3.10"  # never pulled: no kubelet runs it
 RANK = "gpufabric.io/rank"
 PLACEMENT = "gpufabric.io/placement"
-GROUP_GATE = "gpufabric.io/group"
 
 
 def gpu_container(gpus: int, name: str = "main") -> dict[str, Any]:
@@ -52,12 +53,23 @@ def create(core: client.CoreV1Api, namespace: str, pods: Iterable[dict[str, Any]
         core.create_namespaced_pod(namespace, body)
 
 
+def delete_all(core: client.CoreV1Api, namespace: str) -> None:
+    """Every pod of the namespace force-deleted (as a kubelet confirms), and gone."""
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_until(lambda: not listed(core, namespace), 30, f"pods of {namespace} deleted")
+
+
 def listed(core: client.CoreV1Api, namespace: str, selector: str = "") -> list[Any]:
     return list(core.list_namespaced_pod(namespace, label_selector=selector).items)
 
 
 def wait_bound(
-    core: client.CoreV1Api, namespace: str, count: int, selector: str = "", timeout: float = 60
+    core: client.CoreV1Api,
+    namespace: str,
+    count: int,
+    selector: str = "",
+    timeout: float = 60,
+    interval: float = 0.2,
 ) -> list[Any]:
     """Until exactly `count` pods (matching `selector`) exist and every one is bound to a node."""
 
@@ -76,7 +88,7 @@ def wait_bound(
         )
 
     try:
-        return wait_until(bound, timeout, f"{count} pods bound in {namespace}")
+        return wait_until(bound, timeout, f"{count} pods bound in {namespace}", interval)
     except AssertionError as err:
         raise AssertionError(f"{err}; {state()}") from None
 

@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from agent.kube import KubePublisher
 from agent.publish import PublishError
+from tests.e2e import pods
 from tests.e2e.env import Env
 from tests.e2e.fleet import Fleet, hgx_status
 from tests.e2e.install import AGENT_ACCOUNT, NAMESPACE
@@ -36,10 +37,32 @@ def test_labels_from_agent_statuses_and_topology_configmap(cluster_env: Env, fle
     fleet.wait_labels(expected)
     # No NVLink domain on an HGX node (no multi-node fabric in its status, no clique label).
     assert all("gpufabric.io/nvlink-domain" not in fleet.labels(n) for n in expected)
-    fabric = client.CustomObjectsApi(cluster_env.cluster.client()).get_cluster_custom_object(
+    fabric = client.CustomObjectsApi(cluster_env.admin).get_cluster_custom_object(
         "gpufabric.io", "v1alpha1", "gpufabrics", "cluster"
     )
     assert fabric["status"], "the labeler published no GpuFabric status"
+
+    # The agent's next write (a link down: the summary says degraded) relabels that node only.
+    first = next(iter(expected))
+    degraded = hgx_status()
+    degraded["summary"]["fabricHealth"] = "degraded"
+    fleet.publish(first, degraded)
+    fleet.wait_labels({first: {"gpufabric.io/fabric-health": "degraded"}})
+    assert all(
+        fleet.labels(n)["gpufabric.io/fabric-health"] == "ok" for n in expected if n != first
+    )
+
+    # Deleting the ConfigMap removes the network labels and keeps the others (docs/topology.md).
+    fleet.drop_topology()
+    network = ("leaf", "leaf-pair", "leaf-quad", "spine")
+    pods.wait_for(
+        lambda: all(
+            not any(f"gpufabric.io/{k}" in fleet.labels(n) for k in network) for n in expected
+        ),
+        60,
+        "network labels removed with the topology ConfigMap",
+    )
+    assert all(fleet.labels(n).get("gpufabric.io/gpu-count") == "8" for n in expected)
 
 
 def test_agent_token_of_one_node_cannot_write_another_nodes_status(
@@ -56,7 +79,7 @@ def test_agent_token_of_one_node_cannot_write_another_nodes_status(
             publisher.apply(other, status, owner=publisher.node_uid(other))
     assert f"may only write GpuNodeStatus {fleet.prefix}-a, not {other}" in str(refused.value)
     with pytest.raises(ApiException) as missing:
-        client.CustomObjectsApi(cluster_env.cluster.client()).get_cluster_custom_object(
+        client.CustomObjectsApi(cluster_env.admin).get_cluster_custom_object(
             "gpufabric.io", "v1alpha1", "gpunodestatuses", other
         )
     assert missing.value.status == 404

@@ -14,7 +14,9 @@ class Timeout(AssertionError):
     """A wait ran out; the message names what was awaited and the last value seen."""
 
 
-def wait_until(probe: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+def wait_until(
+    probe: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2
+) -> T:
     """The first truthy value `probe` returns within `timeout` seconds, else Timeout. An
     exception from `probe` counts as not yet (kept as the last value seen)."""
     deadline = time.monotonic() + timeout
@@ -23,7 +25,7 @@ def wait_until(probe: Callable[[], T], timeout: float, what: str, interval: floa
         try:
             value = probe()
         except Exception as err:  # noqa: BLE001 - the API answering 404 or 409 mid-change
-            value, last = None, err  # type: ignore[assignment]
+            value, last = None, err
         else:
             last = value
             if value:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common import api
-from webhook.labeler.nodes import LabelRejected
+from webhook.labeler.nodes import LabelRejected, NodeGone
 
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _uids = itertools.count(1)
@@ -41,11 +41,8 @@ class NodeServer:
             self.fail -= 1
             raise ConnectionRefusedError("connection refused")
         node = self.nodes.get(name)
-        if node is None:
-            raise LabelRejected(
-                f'nodes "{name}" is forbidden: User "system:serviceaccount:gpufabric-system:'
-                'gpufabric-webhook" cannot create resource "nodes"'
-            )
+        if node is None:  # the 403 of a create, which KubeNodeApi finds is a node gone
+            raise NodeGone(name)
         for value in labels.values():
             if len(value) > 63 or not _VALUE.match(value):
                 raise LabelRejected(f'Node "{name}" is invalid: metadata.labels: Invalid value')

@@ -56,8 +56,10 @@ def admit(
         settings.largest_spine_gpus,
         pod_gpus(pod["spec"] if isinstance(pod.get("spec"), dict) else {}) if grouped else 0,
         settings.placer,
-        settings.native_gang is not None and settings.native_gang(),
+        settings.native_gang() if settings.native_gang is not None else False,
     )
+    if group.retry:
+        return Answer(rv.denied(uid, group.retry, 503), "denied")
     try:
         req = requirements(pod, namespace, cache.claim)
     except Invalid as err:

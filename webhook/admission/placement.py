@@ -33,9 +33,10 @@ class Settings:
     largest_spine_gpus: Callable[[], int | None] | None = None
     # Whether a group placer runs (serve --placer): without one, a gated group would wait forever
     placer: bool = True
-    # Whether the cluster serves scheduling.k8s.io/v1alpha2 PodGroups, as last found (a cached
-    # answer, webhook.groups.gang.served): group members then name their group's PodGroup
-    native_gang: Callable[[], bool] | None = None
+    # Whether the cluster serves PodGroups (scheduling.k8s.io, the version found), as last found
+    # (a cached answer, webhook.groups.gang.podgroups.Book): group members then name their
+    # group's PodGroup; None: not known yet (members are asked to retry)
+    native_gang: Callable[[], bool | None] | None = None
     # ComputeDomains and NVLink domain sizes (serve); None: offline, IMEX claims added unchecked
     imex: ImexState | None = None
 

@@ -9,6 +9,14 @@ from webhook.fabric.levels import NETWORK_LABELS, Positions
 from webhook.fabric.model import Fabric, Leaf
 from webhook.fabric.names import label_value
 from webhook.fabric.nvdomains import NvlinkDomain, NvlinkView
+from webhook.fabric.shape import (
+    FabricStatus,
+    LeafShare,
+    NodeReason,
+    SpanningDomain,
+    SpineCounts,
+    Summary,
+)
 
 _TABLE_NODES = 6  # node names shown per leaf in the table; `-o yaml` lists all of them
 LISTED = 20  # problems, unplaced nodes and NVLink entries the GpuFabric object shows; all counted
@@ -19,61 +27,62 @@ _TEXT_MAX = 512  # characters of one problem or reason in the GpuFabric object
 def status(
     fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
 ) -> dict[str, Any]:
-    """The GpuFabric `status` body: the summary, counts per spine domain, and the first LISTED
-    problems, unplaced nodes and NVLink domains that span leaf domains (never one entry per node:
-    the object stays far under etcd's 1.5 MiB at any size). `topology -o yaml` lists every node."""
+    """The GpuFabric `status` body (shape.FabricStatus, which every reader reads back)."""
+    return fabric_status(fabric, positions, nvlink).to_json()
+
+
+def fabric_status(
+    fabric: Fabric, positions: Positions | None = None, nvlink: NvlinkView | None = None
+) -> FabricStatus:
+    """The summary, counts per spine domain, and the first LISTED problems, unplaced nodes and
+    NVLink domains that span leaf domains (never one entry per node: the object stays far
+    under etcd's 1.5 MiB at any size). `topology -o yaml` lists every node."""
     pos = positions or Positions(fabric)
     nv = nvlink or NvlinkView()
     by_leaf = _domains_by_leaf(nv)
     spines = []
     for spine in fabric.spines[:SPINES_LISTED]:
         slots = spine.leaves
-        body: dict[str, Any] = {"name": label_value(spine.id)}
-        if spine.switches:
-            body["switches"] = len(spine.switches)
-        body["leaves"] = sum(1 for leaf in slots if leaf.nodes)
-        body["pairs"] = _groups(slots, 2)
-        body["quads"] = _groups(slots, 4)
-        body["nodes"] = sum(len(leaf.nodes) for leaf in slots)
-        if by_leaf:
-            inside = {d.value for leaf in slots for d in by_leaf.get(label_value(leaf.id), ())}
-            body["nvlinkDomains"] = len(inside)
-        spines.append(body)
+        inside = {d.value for leaf in slots for d in by_leaf.get(label_value(leaf.id), ())}
+        spines.append(
+            SpineCounts(
+                name=label_value(spine.id),
+                leaves=sum(1 for leaf in slots if leaf.nodes),
+                pairs=_groups(slots, 2),
+                quads=_groups(slots, 4),
+                nodes=sum(len(leaf.nodes) for leaf in slots),
+                switches=len(spine.switches) if spine.switches else None,
+                nvlink_domains=len(inside) if by_leaf else None,
+            )
+        )
     spanning = [d for d in nv.domains if d.spans]
-    summary: dict[str, Any] = {
-        "spines": len(fabric.spines),
-        "leaves": sum(1 for leaf in fabric.leaves if leaf.nodes),
-        "nodes": len(pos.placed),
-        "unplaced": len(fabric.unplaced),
-        "problems": len(fabric.problems),
-    }
-    if nv.domains:
-        summary["nvlinkDomains"] = len(nv.domains)
-        summary["nvlinkSpanning"] = len(spanning)
-    if nv.unknown:
-        summary["nvlinkUnknown"] = len(nv.unknown)
-    out: dict[str, Any] = {"source": fabric.source, "summary": summary}
-    if fabric.tiers:
-        out["tiers"] = list(fabric.tiers)
-    out["spines"] = spines
-    out["unplaced"] = [
-        {"node": u.node, "reason": _short(u.reason)} for u in fabric.unplaced[:LISTED]
-    ]
-    out["problems"] = [_short(p) for p in fabric.problems[:LISTED]]
-    if spanning:
-        out["nvlinkDomains"] = [
-            {
-                "name": d.value,
-                "leaves": [{"name": leaf, "nodes": n} for leaf, n in d.per_leaf[:LISTED]],
-                "nodes": len(d.nodes),
-            }
+    summary = Summary(
+        spines=len(fabric.spines),
+        leaves=sum(1 for leaf in fabric.leaves if leaf.nodes),
+        nodes=len(pos.placed),
+        unplaced=len(fabric.unplaced),
+        problems=len(fabric.problems),
+        nvlink_domains=len(nv.domains) if nv.domains else None,
+        nvlink_spanning=len(spanning) if nv.domains else None,
+        nvlink_unknown=len(nv.unknown) if nv.unknown else None,
+    )
+    return FabricStatus(
+        source=fabric.source,
+        summary=summary,
+        spines=tuple(spines),
+        unplaced=tuple(NodeReason(u.node, _short(u.reason)) for u in fabric.unplaced[:LISTED]),
+        problems=tuple(_short(p) for p in fabric.problems[:LISTED]),
+        tiers=tuple(fabric.tiers),
+        nvlink_domains=tuple(
+            SpanningDomain(
+                d.value,
+                tuple(LeafShare(leaf, n) for leaf, n in d.per_leaf[:LISTED]),
+                len(d.nodes),
+            )
             for d in spanning[:LISTED]
-        ]
-    if nv.unknown:
-        out["nvlinkUnknown"] = [
-            {"node": u.node, "reason": _short(u.reason)} for u in nv.unknown[:LISTED]
-        ]
-    return out
+        ),
+        nvlink_unknown=tuple(NodeReason(u.node, _short(u.reason)) for u in nv.unknown[:LISTED]),
+    )
 
 
 def listing(

@@ -54,6 +54,7 @@ class GroupAdmission:
     warnings: list[str] = field(default_factory=list)
     spec: GroupSpec | None = None
     env: tuple[dict[str, Any], ...] = ()  # for every container of a member (ranks.member_env)
+    retry: str = ""  # why the client must ask again later (HTTP 503): nothing is decided yet
 
 
 # The answer for a pod with no group annotation (most pods), shared: callers only read it.
@@ -131,14 +132,16 @@ def admit_group(
     largest_domain_gpus: Callable[[], int | None] | None = None,
     pod_gpus: int = 0,
     placer: bool = True,
-    native_gang: bool = False,
+    native_gang: bool | None = False,
 ) -> GroupAdmission:
     """Ops that gate and label a grouped pod at CREATE, plus problems and warnings.
 
     `largest_domain_gpus` gives the GPUs of the largest spine domain when the caller knows the
     fabric (None: unknown, no warning). `placer`: whether a group placer runs; without one the pod
     is labelled but not gated (nothing would ever lift the gate), with a warning that says so.
-    `native_gang`: the cluster serves PodGroups (a cached answer): the member names its group's.
+    `native_gang`: the cluster serves PodGroups (a cached answer): the member names its group's;
+    None: not known yet, so the member is asked to come again (every member of a group gets the
+    same answer, or kube-scheduler's gang waits for members that will never name it).
     """
     meta = as_map(pod.get("metadata"))
     annotations = as_map(meta.get("annotations"))
@@ -195,6 +198,14 @@ def admit_group(
             ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})
         else:
             ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]})
-    if native_gang:
-        ops += gang_ops(pod, spec.name)
+    if native_gang is not False:
+        named = gang_ops(pod, spec.name)
+        if named and native_gang is None:
+            return GroupAdmission(
+                spec=spec,
+                retry=f"gpufabric: group {spec.name}: the webhook does not know yet whether this "
+                "cluster serves PodGroups (scheduling.k8s.io), and every member of a group must "
+                "get the same answer; retry in a few seconds",
+            )
+        ops += named
     return GroupAdmission(ops=ops, warnings=warnings, spec=spec, env=member_env(spec.size))

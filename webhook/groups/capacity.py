@@ -22,7 +22,7 @@ from webhook.groups.names import LEVELS, Level, level_key
 from webhook.groups.objects import NodeInfo, node_info
 from webhook.groups.objects import pod_gpus as pod_gpus  # re-exported for webhook/admission
 from webhook.groups.ranks import lowest
-from webhook.groups.selector import Selector, admitting
+from webhook.groups.selector import Facts, Selector, admitting
 from webhook.groups.tally import Tally
 
 _MEMO_LIMIT = 512  # distinct pod shapes whose eligible nodes are kept
@@ -31,11 +31,6 @@ _TALLY_LIMIT = 8  # distinct constraint sets (other than "every usable node") ta
 
 def _where(labels: Mapping[str, str]) -> tuple[str | None, ...]:
     return tuple(labels.get(level_key(level)) or None for level in LEVELS)
-
-
-def _facts(info: NodeInfo) -> tuple[str, Mapping[str, str], tuple[Mapping[str, Any], ...]]:
-    """What Selector.admits reads of a node."""
-    return info.name, info.labels, info.taints
 
 
 @dataclass(slots=True)
@@ -68,6 +63,8 @@ class CapacityView:
         self._eligible: dict[str, tuple[Selector, set[str]]] = {}  # kept current per node
         self._frozen: dict[str, frozenset[str]] = {}  # eligible() copies until a node changes
         self.generation = 0  # bumps whenever a node changes in a way placement reads
+        # node -> labels it is about to carry that its object does not show yet (overlay)
+        self._overlay: dict[str, dict[str, str]] = {}
 
     # -- nodes -------------------------------------------------------------------------------
     def put_node(self, obj: Mapping[str, Any]) -> None:
@@ -113,6 +110,26 @@ class CapacityView:
         self._recount()
         self._changed()
 
+    def overlay(self, node: str, labels: Mapping[str, str]) -> None:
+        """Labels the node is about to carry that its object does not show yet; selectors read
+        them as the node's (the object's own win where both have a key). The placer plays with
+        them the IMEX channel label NVIDIA's driver writes only once a pod is prepared there
+        (imex/channels.py), so two groups are never sent to one channel before it comes."""
+        if self._overlay.get(node, {}) == labels:
+            return
+        self._node_out(node)
+        if labels:
+            self._overlay[node] = dict(labels)
+        else:
+            self._overlay.pop(node, None)
+        self._node_in(node)
+        self._changed()
+
+    def _facts(self, info: NodeInfo) -> Facts:
+        """What Selector.admits reads of a node: its labels with the overlay under them."""
+        extra = self._overlay.get(info.name)
+        return info.name, info.labels if extra is None else {**extra, **info.labels}, info.taints
+
     def _changed(self) -> None:
         self.memo = {}
         self._frozen = {}
@@ -153,7 +170,7 @@ class CapacityView:
         info = self.nodes.get(name)
         for selector, nodes in self._eligible.values():
             nodes.discard(name)
-            if info is not None and info.usable and selector.admits(*_facts(info)):
+            if info is not None and info.usable and selector.admits(*self._facts(info)):
                 nodes.add(name)
         if info is None or not info.usable:
             return
@@ -163,7 +180,7 @@ class CapacityView:
         self._usable += 1
         self._all.add(where, free, info.gpus)
         for tracked in self._tallies.values():
-            if any(s.admits(*_facts(info)) for s in tracked.selectors):
+            if any(s.admits(*self._facts(info)) for s in tracked.selectors):
                 tracked.nodes.add(name)
                 tracked.tally.add(where, free, info.gpus)
 
@@ -334,7 +351,7 @@ class CapacityView:
         if hit is None:
             if len(self._eligible) >= _MEMO_LIMIT:
                 self._eligible, self._frozen = {}, {}
-            facts = ((n.name, n.labels, n.taints) for n in self.nodes.values() if n.usable)
+            facts = (self._facts(n) for n in self.nodes.values() if n.usable)
             nodes = admitting(selector, facts)
             hit = self._eligible[selector.signature] = (selector, nodes)
         return hit[1]

@@ -95,9 +95,16 @@ def _best(ev: GroupFit, view: CapacityView, level: Level, policy: Policy) -> Pla
 
 
 def _why_waiting(ev: GroupFit, view: CapacityView, level: Level) -> str:
+    if ev.one:  # one member a node: what is short is trays, whatever GPUs they have free
+        n, per = len(ev.members), max(ev.smallest, 1)
+        text = (
+            f"no {level} has {n} free trays for {n} pods, one a tray (a tray has one IMEX "
+            f"channel; free: {per} GPU{'s' if per > 1 else ''} free and no other "
+            "ComputeDomain's channel)"
+        )
+        trays = ev.most_nodes(level)
+        return text if trays is None else f"{text}; best: {trays[0]} with {trays[1]} free trays"
     text = f"no {level} has {ev.need} free GPUs for {len(ev.members)} pods"
-    if ev.one:
-        text += " on as many nodes (one per node: each node has one IMEX channel)"
     best = ev.most_usable(level)
     return text if best is None else f"{text}; best: {best[0]} with {best[1]}"
 

@@ -152,6 +152,17 @@ class GroupFit:
                 best = (-u, order[d], d)
         return None if best is None else (best[2], -best[0])
 
+    def most_nodes(self, level: Level) -> tuple[str, int] | None:
+        """The domain with the most nodes a member may go to that have room for the smallest
+        one (the first in fabric order of equals): one member a node counts nodes."""
+        i, order = LEVELS.index(level), self.view.order(level)
+        best: tuple[int, int, str] | None = None
+        for d, counts in self.tally().free[i].items():
+            n = slots(counts, max(self.smallest, 1), True)
+            if n and (best is None or (-n, order[d]) < best[:2]):
+                best = (-n, order[d], d)
+        return None if best is None else (best[2], -best[0])
+
     def may_fit(self, level: Level, domain: str) -> bool:
         """False when the domain surely cannot hold the members now (a bound from its tally)."""
         counts = self.tally().free[LEVELS.index(level)].get(domain, {})

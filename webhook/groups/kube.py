@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import datetime
-import json
 import logging
 import queue
 import sys
@@ -24,14 +23,16 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.gang.kube import KubeGangApi, podgroup_watch
 from webhook.groups.gang.place import Gang, GangMetrics
-from webhook.groups.imex.kube import KubeDomainApi, domain_watch
+from webhook.groups.imex.kube import KubeDomainApi, domain_watch, template_watch
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.state import Outcome
+from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
-from webhook.groups.writes import Call, Rejected
+from webhook.groups.writes import Call, NotWritten
 from webhook.kube.client import pages, watch_events
+from webhook.kube.status import status_words
 from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class KubePlacerApi:
 
         def one(call: Call) -> object:
             if stopping():
-                return Rejected("not written: the placer is stopping")
+                return NotWritten("the placer is stopping")
             try:
                 return call()
             except Exception as err:  # noqa: BLE001 - handed to the write's done
@@ -110,21 +111,31 @@ class KubePlacerApi:
 
         return list(self._writers.map(one, calls))
 
-    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+    def patch_pod(
+        self, namespace: str, name: str, ops: list[dict[str, Any]], dry_run: bool = False
+    ) -> None:
+        """A JSONPatch of a pod; `dry_run`: dryRun=All, which runs the webhooks and admission
+        policies and stores nothing. Any 4xx is Rejected with the API server's message (422:
+        a ValidatingAdmissionPolicy or a failed `test` op; 404: the pod is gone)."""
         try:
             self.core.patch_namespaced_pod(
                 name,
                 namespace,
                 ops,
                 field_manager=PLACER_FIELD_MANAGER,
+                dry_run="All" if dry_run else None,
                 _content_type="application/json-patch+json",
                 _request_timeout=_WRITE_TIMEOUT,
                 _preload_content=False,  # the answer is not read: the watch brings the pod
             )
         except ApiException as err:
-            if err.status in (404, 409, 422):
-                raise Rejected(f"{namespace}/{name}: HTTP {err.status}") from err
-            raise
+            if err.status is None or not 400 <= err.status < 500:
+                raise
+            write, what = "pods/patch", f"placement patch of pod {namespace}/{name}"
+            if dry_run:
+                write, what = "pods/patch-dry-run", f"{what} (dry run)"
+            words = status_words(err.status, err.body)
+            raise Rejected(write, what, err.status, words, name) from err
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
@@ -199,14 +210,7 @@ def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
         return "gone", ""
     if 200 <= code < 300:
         return "evicted", ""
-    try:
-        status = json.loads(body) if isinstance(body, str | bytes) else {}
-    except ValueError:
-        status = {}
-    status = status if isinstance(status, dict) else {}
-    causes = [str(c.get("message")) for c in (status.get("details") or {}).get("causes") or []]
-    first = str(status.get("message") or ("TooManyRequests" if code == 429 else f"HTTP {code}"))
-    return "blocked", "; ".join([first, *causes])
+    return "blocked", status_words(code, body)
 
 
 def budget_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
@@ -245,6 +249,7 @@ def run_placer(
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
+        template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),
         podgroup_watch("placer-podgroups", api_client, gang.book, inbox.put),
         ListWatch(
             "placer-nodes",

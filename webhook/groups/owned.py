@@ -1,11 +1,16 @@
 """The objects the placer makes for a group (its PodGroup, its ComputeDomain): labelled as ours
 with the group they serve, and owned by the members' shared controller, so that deleting that
-controller deletes them too. Pure."""
+controller deletes them too. One lifecycle for both kinds (DESIGN.md notes C, controller-runtime's
+owned objects): an object of the group's name is adopted only when it is ours, for this group and
+of the members' controller by UID (a Job deleted and made again under the same name is another
+owner: the old object goes, a new one is made); one the group still needs is made again when it
+is lost. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 from webhook.groups.names import LABEL_GROUP, PLACER_FIELD_MANAGER
 
@@ -14,6 +19,26 @@ OURS: Final = f"{LABEL_MANAGED}={PLACER_FIELD_MANAGER}"  # their label selector
 Owner = tuple[str, str, str, str]  # a controller's apiVersion, kind, name, uid
 JOBSET_NAME, JOBSET_UID = "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/jobset-uid"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+
+# What the placer does with the object of a group's name (verdict):
+# make: there is none; keep: ours, for this group, of the members' controller;
+# deleting: it is being deleted (a finalizer may hold it while pods use it: the kind says
+# whether it is still usable); earlier: ours for this group but of another owner (an earlier
+# controller of the same name, or none): adopted by the `adoption` patch (its ownerReference
+# set to the members' controller, so the earlier owner's deletion cannot take it away), not
+# taken as it is; foreign: not ours (a user's, or unlabelled): left alone, the group waits and
+# says so.
+Verdict = Literal["make", "keep", "deleting", "earlier", "foreign"]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """An object of a group's name as listed: whose it is."""
+
+    uid: str
+    group: str | None  # the group it serves when the placer made it (our labels), else None
+    owner_uid: str  # the UID of the owner it names ("" for none)
+    deleting: bool = False
 
 
 def owned_meta(namespace: str, name: str, group: str, owner: Owner | None) -> dict[str, Any]:
@@ -24,11 +49,21 @@ def owned_meta(namespace: str, name: str, group: str, owner: Owner | None) -> di
         "labels": {LABEL_GROUP: group, LABEL_MANAGED: PLACER_FIELD_MANAGER},
     }
     if owner is not None:  # deleting the members' controller deletes the object too
-        api_version, kind, owner_name, uid = owner
-        meta["ownerReferences"] = [
-            {"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": uid}
-        ]
+        meta["ownerReferences"] = _references(owner)
     return meta
+
+
+def _references(owner: Owner) -> list[dict[str, Any]]:
+    api_version, kind, owner_name, uid = owner
+    return [{"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": uid}]
+
+
+def adoption(uid: str, owner: Owner | None) -> dict[str, Any]:
+    """The merge patch that makes an object of ours (verdict "earlier") the group's: its
+    ownerReferences the members' controller's (none for bare pods), only while it is still
+    that object (metadata.uid in a patch is a precondition: 409 otherwise)."""
+    refs = _references(owner) if owner is not None else None
+    return {"metadata": {"uid": uid, "ownerReferences": refs}}
 
 
 def our_group(meta: Mapping[str, Any]) -> str | None:
@@ -38,6 +73,62 @@ def our_group(meta: Mapping[str, Any]) -> str | None:
     if labels.get(LABEL_MANAGED) != PLACER_FIELD_MANAGER or not group:
         return None
     return str(group)
+
+
+def owner_uid(meta: Mapping[str, Any]) -> str:
+    """The UID of the owner an object names (owned_meta writes one ownerReference at most)."""
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, Mapping) and ref.get("uid"):
+            return str(ref["uid"])
+    return ""
+
+
+def found_of(meta: Mapping[str, Any]) -> Found:
+    return Found(
+        uid=str(meta.get("uid") or ""),
+        group=our_group(meta),
+        owner_uid=owner_uid(meta),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def verdict(found: Found | None, group: str, owner: Owner | None) -> Verdict:
+    """What to do with the object of `group`'s name (None: there is none) for members whose
+    shared controller is `owner` (None: bare pods, or members of several controllers: then only
+    an object that names no owner is adopted)."""
+    if found is None:
+        return "make"
+    if found.group != group:
+        return "foreign"
+    if found.deleting:
+        return "deleting"
+    if found.owner_uid != (owner[3] if owner is not None else ""):
+        return "earlier"
+    return "keep"
+
+
+def waiting_words(v: Verdict, kind: str, name: str, namespace: str) -> str:
+    """Why a group waits for its object of that verdict (make and keep: nothing to wait for)."""
+    if v == "foreign":
+        return (
+            f"{kind} {name} exists in {namespace} and is not this group's (not made by "
+            f"{PLACER_FIELD_MANAGER} for it); rename the group or that {kind}"
+        )
+    if v == "earlier":
+        return (
+            f"{kind} {name} was made for an earlier controller of this group (another owner "
+            "UID); it is adopted or made again first"
+        )
+    if v == "deleting":
+        return f"{kind} {name} is being deleted; it is made again after"
+    return ""
+
+
+def shared_owner(owners: Iterable[Owner | None]) -> Owner | None:
+    """The controller every member shares; None where they have none or several."""
+    found = set(owners)
+    return found.pop() if len(found) == 1 else None
 
 
 def controller_of(meta: Mapping[str, Any]) -> Owner | None:

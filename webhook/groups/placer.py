@@ -27,6 +27,8 @@ from webhook.groups.gang.place import Gang
 from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
 from webhook.groups.names import LEVELS, Level
+from webhook.groups.preempt.admission import PodPatchApi
+from webhook.groups.preempt.admission import admit_placement as admit
 from webhook.groups.preempt.budgets import Budget, budget_of
 from webhook.groups.preempt.priority import OrderKey, differ, levels, order_key
 from webhook.groups.preempt.state import Evictor, Group, Preemptor
@@ -39,18 +41,16 @@ from webhook.groups.records import (
     pod_ref,
 )
 from webhook.groups.recovery import outcome, repromise, seat_again
+from webhook.groups.refusals import Refusals, Rejected
+from webhook.groups.said import Said
 from webhook.groups.seating import Seat, seat_new, seat_words
-from webhook.groups.writes import Placed, Runner, Writes, one_by_one
-from webhook.groups.writes import Rejected as Rejected  # where callers have imported it from
+from webhook.groups.writes import NotWritten, Placed, Runner, Writes, one_by_one
 
 log = logging.getLogger(__name__)
 GroupKey = tuple[str, str]  # (namespace, group name)
-EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
 
 
-class PlacerApi(Protocol):
-    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None: ...
-
+class PlacerApi(PodPatchApi, Protocol):
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
 
 
@@ -60,6 +60,8 @@ class PlacerMetrics(Protocol):
     def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
+
+    def refused(self, write: str, code: int) -> None: ...
 
 
 class Placer:
@@ -79,13 +81,16 @@ class Placer:
         self.writes = Writes(runner)  # a reconcile's patches, made together at its end
         self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
         self.gang = gang or Gang(clock=clock)  # native gangs (PodGroup) and the partly-bound watch
-        self.preempt = Preemptor(evictor, api.event, clock, metrics)  # no evictor: no preemption
-        self.view = CapacityView()
+        self.preempt = Preemptor(  # no evictor: no preemption; its placement asked first
+            evictor, api.event, clock, metrics, lambda g, p: admit(api, self.view, self.pods, g, p)
+        )
+        self.refusals = Refusals(api.event, clock, metrics)  # groups whose write was refused
+        self.view = self.imex.view = CapacityView()  # IMEX channels go into its node labels
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
-        self._said: dict[tuple[GroupKey, str], tuple[str, float]] = {}  # last Event per reason
+        self.said = Said(api.event, clock)  # the waiting Events
         self._listing: dict[str, PodRecord] = {}  # a pod list in flight (pods_start)
         self._budgets: list[Budget] = []  # a PodDisruptionBudget list in flight
 
@@ -161,11 +166,12 @@ class Placer:
         old, listed, now = self.pods, self._listing, self.clock()
         self.pods, self.groups, self._listing = {}, {}, {}
         self.view.reset_pods()
+        self.imex.reset()  # the IMEX channels taken: from the listed pods again
         self.preempt.index.reset()
         for rec in listed.values():
             was = old.get(rec.uid)
             self._keep(replace(rec, seen=was.seen if was is not None else now))
-        repromise(self.view, self.pods.values())
+        repromise(self.view, self.pods.values(), self.imex.channel_free, self.imex.track)
         self.imex.synced = True  # from now on a group without pods is gone
         self.retry_all()
 
@@ -174,6 +180,7 @@ class Placer:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             rec = self.pods.pop(uid, None)
             self.view.delete_pod(uid)
+            self.imex.forget(uid)
             self.writes.forget(uid)
             self.preempt.index.remove(uid)
             if rec is not None and rec.group is not None:
@@ -183,13 +190,14 @@ class Placer:
                     self.groups.pop(key, None)
                     self.waiting.pop(key, None)
                     self.preempt.done(key)
-                    self._said = {k: v for k, v in self._said.items() if k[0] != key}
+                    self.refusals.cleared(key)
+                    self.said.forget(key)
             self.retry_all()  # freed GPUs may let a waiting group in
             return
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
         rec = self._put(obj, self.pods)
-        if not rec.gated and rec.uid not in self.view.promised:
-            repromise(self.view, [rec])  # ungated, not bound: its room counts (answer lost)
+        if not rec.gated and rec.uid not in self.view.promised:  # ungated, not bound: its room
+            repromise(self.view, [rec], self.imex.channel_free, self.imex.track)  # (answer lost)
         if before is None and rec.gated and rec.group is not None and not rec.holds:
             self.dirty.add((rec.namespace, rec.group.name))  # a new member changes no room
         elif before is None or (before.holds, before.node) != (rec.holds, rec.node):
@@ -213,6 +221,7 @@ class Placer:
         self.view.put_pod(
             rec.uid, rec.node, rec.gpus, rec.holds, rec.nominated if rec.member else ""
         )
+        self.imex.track(rec)  # the IMEX channel it holds or was promised, if any
         if rec.holds and rec.gpus:
             self.preempt.index.put(as_running(rec))
         else:
@@ -232,18 +241,24 @@ class Placer:
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
         self.imex.sweep(self.groups)  # ComputeDomains of groups whose last pod is gone
-        self.gang.tick(self.groups, self.pods, self.imex.synced, self.waiting)  # partly bound
+        self.gang.tick(self.groups, self.pods, self.imex.synced, self.waiting, self.preempt.budgets)
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
                 self.dirty.update(todo[i:])
                 break
+            if not self.refusals.due(key):  # refused a moment ago: tried again after its wait
+                self.dirty.add(key)
+                continue
             try:
                 self._place(key)
-            except Rejected:
-                self.dirty.add(key)  # the pod moved on; the next event or tick retries
+            except Rejected as err:  # told once, said while it waits, tried again later
+                gated = [pod_ref(self.pods[u]) for u in self.groups.get(key, ()) if self._gated(u)]
+                self.waiting[key] = self.refusals.refused(key, err, gated)
+                self.dirty.add(key)
             except Exception:
                 log.exception("group placement failed", extra={"group": f"{key[0]}/{key[1]}"})
+                self.refusals.failed(key)
                 self.dirty.add(key)
         self.writes.flush(stopping)
 
@@ -294,7 +309,7 @@ class Placer:
             level=spec.level,
             within=within,
         )
-        adjusted = self.imex.adjust(key, request, recs, self.view.promised)
+        adjusted = self.imex.adjust(key, request, recs)
         if isinstance(adjusted, str):
             self._wait(key, gated, f"group {spec.name}: {adjusted}", "GroupWaiting")
             return
@@ -330,10 +345,9 @@ class Placer:
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", outcome(decided, within), took)
-        self.imex.ensure(key, recs)  # its ComputeDomain before the gate goes
-        gang = self.gang.ensure(key, spec.size, recs)  # its PodGroup, too
-        if gang is not None:
-            self._wait(key, gated, f"group {spec.name}: {gang}", "GroupWaiting")
+        why = self.imex.ensure(key, recs) or self.gang.ensure(key, spec.size, recs)  # made?
+        if why:
+            self._wait(key, gated, f"group {spec.name}: {why}", "GroupWaiting")
             return
         self._apply(key, gated, decided, recovery=bool(recorded))
 
@@ -379,12 +393,13 @@ class Placer:
             if ops is None:
                 continue
             value = placement_value(s.level, s.domain)
-            # counted as placed now, so the next group is decided around it; written with the
-            # reconcile's other writes (writes.py), and undone if the API server refuses it
             text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
             was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recovery)
+            # counted as placed now, so the next group is decided around it; written with the
+            # reconcile's other writes (writes.py), and undone if the API server refuses it
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
+            self.imex.track(self.pods[rec.uid], s.node)  # its channel is taken
             call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
             self.writes.add(call, partial(self._patched, key, was))
 
@@ -392,6 +407,7 @@ class Placer:
         """A member's patch answered: told with Events, or undone (`was`: as it was before)."""
         rec = was.rec
         if not isinstance(result, Exception):
+            self.refusals.cleared(key)
             if (now := self.pods.get(rec.uid)) is not None:
                 self.writes.written(now)
             if self.metrics:
@@ -401,32 +417,25 @@ class Placer:
                 self.api.event(pod_ref(rec), "GroupRankMoved", was.moved, "Warning")
             return
         if rec.uid in self.pods:
-            self.pods[rec.uid] = rec  # still gated: the next event or tick decides again
-        # Its room as it was: a member seated again on a stale event (the scheduler's status
-        # write before our patch) keeps the promise of its first, written seat.
-        if was.promised is not None:
+            self.pods[rec.uid] = rec  # still gated: decided again
+        if was.promised is not None:  # its room as it was (a seat written before)
             self.view.promise(rec.uid, *was.promised)
         else:
             self.view.release(rec.uid)
+        self.imex.track(rec)
         self.dirty.add(key)
-        if not isinstance(result, Rejected):
-            log.error("member not placed", extra={"pod": rec.name, "error": str(result)})
+        if isinstance(result, Rejected):  # told once, said while it waits, tried again later
+            if self.refusals.due(key):  # the batch's first refusal of the group is the one told
+                gated = [pod_ref(self.pods[u]) for u in self.groups.get(key, ()) if self._gated(u)]
+                self.waiting[key] = self.refusals.refused(key, result, gated)
+        elif not isinstance(result, NotWritten) and self.refusals.due(key):  # once a batch
+            extra = {"group": f"{key[0]}/{key[1]}", "pod": rec.name, "error": str(result)}
+            log.error("group placement failed", extra=extra)
+            self.refusals.failed(key)
 
     def _wait(
-        self,
-        key: GroupKey,
-        gated: list[PodRecord],
-        message: str,
-        reason: str,
-        kind: str = "Normal",
+        self, key: GroupKey, gated: list[PodRecord], message: str, reason: str, kind: str = "Normal"
     ) -> None:
-        """Record why the group waits; tell its pods with an Event when that changed, at most
-        once per EVENT_EVERY seconds per reason (capacity numbers move with every pod)."""
+        """Record why the group waits; tell its pods when that changed (said.py)."""
         self.waiting[key] = message
-        said = self._said.get((key, reason))
-        now = self.clock()
-        if said is not None and (said[0] == message or now - said[1] < EVENT_EVERY):
-            return
-        self._said[(key, reason)] = (message, now)
-        for rec in gated:
-            self.api.event(pod_ref(rec), reason, message, kind)
+        self.said.tell(key, [pod_ref(r) for r in gated], reason, message, kind)

@@ -85,7 +85,7 @@ def pod_record(obj: Mapping[str, Any], now: float) -> PodRecord:
         never=spec.get("preemptionPolicy") == "Never",
         created=str(meta.get("creationTimestamp") or ""),
         grace=float(_int(spec.get("terminationGracePeriodSeconds"), 30)),
-        templates=claimed_templates(spec) if grouped else (),
+        templates=claimed_templates(spec),  # every pod: a lone one may hold an IMEX channel
         owner=controller_of(meta) if grouped else None,
         labels=labels_of(meta.get("labels")),
         nominated="" if node else nominated_node(status),

@@ -4,7 +4,7 @@ their domains. Pure over a CapacityView and the pods' records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Policy, Request, Waiting
@@ -42,8 +42,14 @@ def seat_again(
     return seat_replacements(view, req, ranks, lows, policy)
 
 
-def repromise(view: CapacityView, pods: Iterable[PodRecord]) -> None:
-    """After a restart: ungated, unbound members keep their GPUs promised in their domain."""
+def repromise(
+    view: CapacityView,
+    pods: Iterable[PodRecord],
+    may: Callable[[PodRecord, str], bool] = lambda _r, _n: True,
+    promised: Callable[[PodRecord, str], None] = lambda _r, _n: None,
+) -> None:
+    """After a restart: ungated, unbound members keep their GPUs promised in their domain, on a
+    node `may` allows them (an IMEX channel free there); `promised` hears each promise."""
     for rec in pods:
         if rec.group is None or rec.gated or rec.node or not rec.member:
             continue
@@ -55,10 +61,11 @@ def repromise(view: CapacityView, pods: Iterable[PodRecord]) -> None:
         fits = [
             (view.free(n), n)
             for n in view.domain_nodes(*(own or (where[0], where[1])))
-            if n in ok and view.free(n) >= rec.gpus
+            if n in ok and view.free(n) >= rec.gpus and may(rec, n)
         ]
         if fits:
             view.promise(rec.uid, min(fits)[1], rec.gpus)
+            promised(rec, min(fits)[1])
 
 
 def outcome(seats: tuple[Seat, ...], within: tuple[Level, str] | None) -> str:

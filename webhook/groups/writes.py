@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 from webhook.groups.records import PodRecord
 
 
-class Rejected(Exception):
-    """The API server refused a write (the pod changed or is gone): decide again later."""
+class NotWritten(Exception):
+    """A write not made: the placer was stopping (the next leader decides again)."""
 
 
 Call = Callable[[], object]
 # The runner: every call's result or the Exception it raised, in order. `stopping()` true: calls
-# not started yet are not made (they answer Rejected), so a demoted leader stops within its
+# not started yet are not made (they answer NotWritten), so a demoted leader stops within its
 # renew deadline (webhook/leader).
 Runner = Callable[[Sequence[Call], Callable[[], bool]], list[object]]
 
@@ -41,7 +41,7 @@ def one_by_one(calls: Sequence[Call], stopping: Callable[[], bool]) -> list[obje
     out: list[object] = []
     for call in calls:
         if stopping():
-            out.append(Rejected("not written: the placer is stopping"))
+            out.append(NotWritten("the placer is stopping"))
             continue
         try:
             out.append(call())

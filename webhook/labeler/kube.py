@@ -13,7 +13,8 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from common import api
-from webhook.labeler.nodes import LabelRejected
+from webhook.kube.status import status_words
+from webhook.labeler.nodes import LabelRejected, NodeGone
 
 # A label apply must end well inside the elector's wind-down (lease 15 s - renew deadline 10 s).
 _APPLY_TIMEOUT = 4
@@ -49,10 +50,25 @@ class KubeNodeApi:
                 _request_timeout=_APPLY_TIMEOUT,
             )
         except (ApiException, DynamicApiError) as err:
-            # 422 invalid label, 403/404 node gone (an apply would be a create): final answers.
-            if getattr(err, "status", None) in (403, 404, 422):
-                raise LabelRejected(f"{name}: HTTP {err.status}: {err}") from err
+            # Final answers: 422 an invalid label; 403 RBAC, or the node gone (an apply to a
+            # missing object is a create, which the labeler may not do); 404 the node gone.
+            code = getattr(err, "status", None)
+            if code in (403, 404, 422):
+                if code != 422 and self._gone(name):
+                    raise NodeGone(name) from err
+                words = status_words(code, getattr(err, "body", None))
+                raise LabelRejected(f"{name}: HTTP {code}: {words}") from err
             raise
+
+    def _gone(self, name: str) -> bool:
+        """Whether Node `name` no longer exists (a GET answers 404); False when unsure."""
+        try:
+            client.CoreV1Api(self.api_client).read_node(name, _request_timeout=_APPLY_TIMEOUT)
+        except ApiException as err:
+            return bool(err.status == 404)
+        except Exception:  # noqa: BLE001 - unreachable: not known to be gone
+            return False
+        return False
 
     def event(self, name: str, reason: str, message: str) -> None:
         """A Warning Event on the Node, where `kubectl describe node` finds it: namespace

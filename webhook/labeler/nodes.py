@@ -43,8 +43,13 @@ class NodeApi(Protocol):
 
 
 class LabelRejected(Exception):
-    """The API server refused these labels for good (422 invalid value, 403 node gone): do not
+    """The API server refused these labels for good (422 invalid value, 403 RBAC): do not
     retry until something changes."""
+
+
+class NodeGone(LabelRejected):
+    """The Node was deleted before its labels were applied (an apply would have been a create,
+    which the labeler may not do): nothing to label, and nothing to warn about."""
 
 
 def no_extra(name: str) -> Mapping[str, str]:
@@ -229,6 +234,9 @@ class Labeler:
                 del self._pending[name]
             try:
                 outcome = self.sync(name)
+            except NodeGone:  # deleted meanwhile; its watch event forgets it
+                outcome = "no-node"
+                log.info("node gone before its labels were applied", extra={"node": name})
             except LabelRejected as err:
                 outcome = "rejected"
                 log.warning("node labels refused", extra={"node": name, "error": str(err)})

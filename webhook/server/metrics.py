@@ -166,6 +166,13 @@ class WebhookMetrics:
             "GPUs freed by those evictions",
             registry=r,
         )
+        self.placer_refused = Counter(
+            "gpufabric_placer_refused_writes_total",
+            "Writes of the group placer the API server refused (any 4xx), by write "
+            "(pods/patch, pods/patch-dry-run, podgroups/create, computedomains/create) and code",
+            ["write", "code"],
+            registry=r,
+        )
         self.placer_leader = Gauge(
             "gpufabric_placer_is_leader",
             "1 while this replica holds the placer Lease",
@@ -214,6 +221,9 @@ class WebhookMetrics:
 
     def all_bound(self, seconds: float) -> None:
         self.group_bind.observe(seconds)
+
+    def refused(self, write: str, code: int) -> None:
+        self.placer_refused.labels(write=write, code=str(code)).inc()
 
     def preempted(self, plans: int, pods: int, gpus: int) -> None:
         self.group_preemptions.inc(plans)

@@ -48,14 +48,28 @@ class GangApi(FakeApi):
         self.changed.append((namespace, name))
 
     def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeGangApi: one of the name there already (409) is read back."""
         obj = copy.deepcopy(dict(body))
         name = obj["metadata"]["name"]
+        if (namespace, name) in self.podgroups:
+            return copy.deepcopy(self.podgroups[(namespace, name)])
         obj["metadata"]["uid"] = f"pg-{namespace}-{name}-{len(self.log)}"
         self.podgroups[(namespace, name)] = obj
         self.log.append(("podgroup", name))
         return copy.deepcopy(obj)
 
-    def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
+    def patch_podgroup(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (None deletes a key), refused (409) when metadata.uid differs."""
+        obj = self.podgroups[(namespace, name)]
+        if patch.get("metadata", {}).get("uid") not in (None, obj["metadata"]["uid"]):
+            raise RuntimeError("409: Precondition failed: UID in precondition")
+        self.podgroups[(namespace, name)] = merged(obj, patch)
+        self.log.append(("podgroup-patched", name))
+        return copy.deepcopy(self.podgroups[(namespace, name)])
+
+    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         have = self.podgroups.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
             del self.podgroups[(namespace, name)]
@@ -74,6 +88,19 @@ class GangApi(FakeApi):
     def remove(self, pod: Pod) -> None:
         del self.pods[(pod["metadata"]["namespace"], pod["metadata"]["name"])]
         self.gone.append(pod)
+
+
+def merged(obj: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(obj) if isinstance(obj, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merged(out.get(k), v)
+    return out
 
 
 def member(group: str, i: int, size: int, level: str = "leaf-pair", job: bool = True) -> Pod:
@@ -255,7 +282,7 @@ class World:
         self.native = native
         self.api = GangApi()
         self.gang = Gang(self.api, clock=lambda: self.now, after=after)
-        self.gang.book.set_served(native)
+        self.gang.book.set_served("v1alpha2" if native else "")
         self.placer = Placer(self.api, clock=lambda: self.now, gang=self.gang)
         objs = fabric(nodes, leaf=leaf, spine_leaves=spine_leaves)
         self.placer.nodes_listed(objs)

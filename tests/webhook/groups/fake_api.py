@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonpatch
 
 from tests.webhook.groups.fabric import gpu_pod
 from webhook.groups.kube import eviction_outcome
-from webhook.groups.placer import Placer, Rejected
+from webhook.groups.placer import Placer
 from webhook.groups.preempt.state import Outcome
+from webhook.groups.refusals import Rejected
 from webhook.kube.nodeselector import required_terms
 
 
@@ -77,6 +78,11 @@ class FakeApi:
         self.evictions: list[tuple[str, int]] = []  # (pod name, HTTP status answered)
         self.dry_runs: list[tuple[str, int]] = []  # the same for dry-run evictions
         self.now = 0.0  # the placer's clock where a test passes it
+        # A ValidatingAdmissionPolicy's check of a pod update (old, new) -> failed messages;
+        # each refuses the write as kube-apiserver does (tests/fixtures/placer-wire).
+        self.admission: Callable[[dict[str, Any], dict[str, Any]], list[str]] | None = None
+        self.dry_patches: list[tuple[str, list[dict[str, Any]]]] = []  # dryRun=All, admitted
+        self.refusals: list[tuple[str, int, str, bool]] = []  # (pod, code, message, dry run)
 
     def create(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]
@@ -86,19 +92,45 @@ class FakeApi:
     def get(self, name: str, namespace: str = "team-a") -> dict[str, Any]:
         return copy.deepcopy(self.pods[(namespace, name)])
 
-    def patch_pod(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+    def patch_pod(
+        self, namespace: str, name: str, ops: list[dict[str, Any]], dry_run: bool = False
+    ) -> None:
+        """kube-apiserver's answer to a JSONPatch, as KubePlacerApi raises it: the Status
+        messages are those it sends (tests/fixtures/placer-wire); a dry run (dryRun=All) runs
+        the same checks and admission and stores nothing."""
         if self.fail_after is not None and len(self.patches) >= self.fail_after:
             raise KeyboardInterrupt("placer crashed")
+        write, what = "pods/patch", f"placement patch of pod {namespace}/{name}"
+        if dry_run:
+            write, what = "pods/patch-dry-run", f"{what} (dry run)"
+
+        def refuse(code: int, message: str) -> Rejected:
+            self.refusals.append((name, code, message, dry_run))
+            return Rejected(write, what, code, message, name)
+
         old = self.pods.get((namespace, name))
         if old is None:
-            raise Rejected(f"pods {name!r} not found")  # HTTP 404
+            raise refuse(404, f'pods "{name}" not found')
         try:
             new = jsonpatch.JsonPatch(ops).apply(copy.deepcopy(old))
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
-            raise Rejected(str(err)) from err  # HTTP 422
+            # a failed `test` op or a path that is not there: the API says no more than this
+            raise refuse(
+                422, "the server rejected our request due to an error in our request"
+            ) from err
         problems = gated_update_problems(old, new)
         if problems:
-            raise Rejected("; ".join(problems))  # HTTP 422 Invalid
+            raise refuse(422, f'Pod "{name}" is invalid: {"; ".join(problems)}')
+        denied = self.admission(old, new) if self.admission is not None else []
+        if denied:
+            raise refuse(
+                422,
+                f"pods \"{name}\" is forbidden: ValidatingAdmissionPolicy 'gpufabric-placer-pods' "
+                f"with binding 'gpufabric-placer-pods' denied request: {denied[0]}",
+            )
+        if dry_run:
+            self.dry_patches.append((name, ops))
+            return
         new["metadata"]["resourceVersion"] = str(int(old["metadata"]["resourceVersion"]) + 1)
         self.pods[(namespace, name)] = new
         self.patches.append((name, ops))

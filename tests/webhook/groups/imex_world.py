@@ -15,9 +15,18 @@ import jsonschema
 from tests.webhook.export.fabrics import cel_failures, crd_schema
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN, CLAIM, template_name
+from webhook.groups.imex.names import (
+    ANN_COMPUTE_DOMAIN,
+    CLAIM,
+    FINALIZER,
+    NODE_LABEL,
+    TEMPLATE_TARGET,
+    template_name,
+)
 from webhook.groups.imex.place import Imex
-from webhook.groups.placer import Placer, Rejected
+from webhook.groups.imex.templates import Templates
+from webhook.groups.placer import Placer
+from webhook.groups.refusals import Rejected
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
 CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes
@@ -60,28 +69,72 @@ class FakeDomains:
         self.log: list[tuple[str, str, int]] = []  # (verb, name, patches so far)
         self.serial = 0
         self.refuse_delete = False  # the API server fails the delete (HTTP 500)
+        self.nodes: dict[str, int] = {}  # the node count each create was given
+        # NVIDIA's controller: makes a ComputeDomain's channel template into `templates` as it
+        # is created, unless `lag` (then `controller()` makes the ones missing)
+        self.templates: Templates | None = None
+        self.lag = False
 
-    def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    def create_domain(
+        self, namespace: str, body: Mapping[str, Any], nodes: int
+    ) -> Mapping[str, Any]:
         wrong = problems(body)
         if wrong:
-            raise Rejected("; ".join(wrong))  # HTTP 422
+            what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
+            raise Rejected("computedomains/create", what, 422, "; ".join(wrong))
         name = body["metadata"]["name"]
         if (namespace, name) in self.objects:
-            raise Rejected(f"computedomains {name!r} already exists")  # HTTP 409
+            what = f"create of ComputeDomain {namespace}/{name}"
+            message = f'computedomains.resource.nvidia.com "{name}" already exists'
+            raise Rejected("computedomains/create", what, 409, message)
         self.serial += 1
         obj = copy.deepcopy(dict(body))
         obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}
         self.objects[(namespace, name)] = obj
+        self.nodes[name] = nodes
         self.log.append(("create", name, len(self.pods.patches)))
+        if not self.lag:
+            self.controller()
         return copy.deepcopy(obj)
+
+    def controller(self) -> list[dict[str, Any]]:
+        """The channel templates of the ComputeDomains that have none yet, as NVIDIA's
+        controller labels them; fed to `templates`."""
+        made = []
+        for (namespace, _), cd in self.objects.items():
+            meta, spec = cd["metadata"], cd["spec"]
+            name = spec["channel"]["resourceClaimTemplate"]["name"]
+            if self.templates is None or (namespace, name) in self.templates.of:
+                continue
+            labels = {NODE_LABEL: meta["uid"], TEMPLATE_TARGET: "Workload"}
+            rct = {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
+            self.templates.event("ADDED", rct)
+            made.append(rct)
+        return made
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         if self.refuse_delete:
             raise RuntimeError("HTTP 500")
         have = self.objects.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
-            del self.objects[(namespace, name)]
+            if have["metadata"].get("finalizers"):  # held: marked only, as kube-apiserver does
+                have["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            else:
+                del self.objects[(namespace, name)]
             self.log.append(("delete", name, len(self.pods.patches)))
+
+    def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
+        have = self.objects.get((namespace, name))
+        if have is None or have["metadata"]["uid"] != uid:
+            return
+        finalizers = have["metadata"].get("finalizers") or []
+        if index >= len(finalizers) or finalizers[index] != FINALIZER:
+            what = f"finalizer removal from ComputeDomain {namespace}/{name}"
+            raise Rejected("computedomains/patch", what, 422, "the JSON patch test failed")
+        del finalizers[index]
+        self.log.append(("release", name, len(self.pods.patches)))
+        if not finalizers and have["metadata"].get("deletionTimestamp"):
+            del self.objects[(namespace, name)]
 
     def user_made(self, namespace: str, name: str, template: str) -> dict[str, Any]:
         self.serial += 1
@@ -93,6 +146,8 @@ class FakeDomains:
         }
         assert problems(obj) == []
         self.objects[(namespace, name)] = obj
+        if not self.lag:
+            self.controller()
         return copy.deepcopy(obj)
 
 
@@ -106,6 +161,8 @@ def imex_setup(
         imex.book.listed([])
     else:
         imex.book.unserved()
+    imex.templates.listed([])
+    domains.templates = imex.templates
     placer = Placer(api, evictor=api, imex=imex)
     placer.nodes_listed(nodes)
     placer.pods_listed(

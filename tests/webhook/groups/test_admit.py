@@ -155,22 +155,23 @@ def test_update_adds_no_gate() -> None:
 
 
 def test_admission_warns_when_the_group_exceeds_the_largest_spine_of_the_gpufabric() -> None:
-    from webhook.groups.spines import SpineSizes, gpus_in
+    from webhook.fabric.controller import FabricController
+    from webhook.groups.spines import SpineSizes, most_gpus_in
 
-    cache = golden_cache()  # hgx-h100 has 8 GPUs
+    cache = golden_cache()
+    most = most_gpus_in(cache)()
+    assert most == 8  # the golden hosts' fullest node
+    fabric = FabricController()  # the object the labeler publishes: one spine of 2 nodes
+    fabric.configmap(
+        {"topology.conf": "SwitchName=l1 Nodes=hgx-h100,azure-ndv5\nSwitchName=s1 Switches=l1\n"}
+    )
+    _, fabric_obj = fabric.refresh()
+    assert fabric_obj is not None
     spines = SpineSizes()
-    fabric_obj = {  # the shape the labeler publishes (webhook/fabric/render.py status())
-        "metadata": {"name": "cluster"},
-        "status": {
-            "spines": [
-                {"name": "s1", "leaves": [{"name": "l1", "nodes": ["hgx-h100", "azure-ndv5"]}]}
-            ]
-        },
-    }
     spines.listed([fabric_obj])
-    largest = spines.largest(gpus_in(cache))
+    largest = spines.largest(most_gpus_in(cache))
     assert largest == 16
-    settings = Settings(largest_spine_gpus=lambda: spines.largest(gpus_in(cache)))
+    settings = Settings(largest_spine_gpus=lambda: spines.largest(most_gpus_in(cache)))
     answer = admit(
         review(pod({**GROUP, "gpufabric.io/group-size": "3"}))["request"], cache, settings
     )
@@ -182,7 +183,7 @@ def test_admission_warns_when_the_group_exceeds_the_largest_spine_of_the_gpufabr
     ok = admit(review(pod({**GROUP, "gpufabric.io/group-size": "2"}))["request"], cache, settings)
     assert not any("spine" in w for w in ok.response.get("warnings") or [])
     spines.event("DELETED", fabric_obj)
-    assert spines.largest(gpus_in(cache)) is None
+    assert spines.largest(most_gpus_in(cache)) is None
 
 
 def test_without_a_placer_the_pod_is_not_gated_and_the_warning_names_it() -> None:

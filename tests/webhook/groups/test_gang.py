@@ -39,15 +39,25 @@ def fixture(name: str) -> Any:
     return yaml.safe_load((FIXTURES / name).read_text())
 
 
-# -- what gpufabric writes is what Kubernetes 1.36 reads ----------------------------------------
-def test_the_podgroup_and_the_pods_field_use_the_1_36_field_names() -> None:
-    made = pod_group("ns", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "uid-1"))
-    assert paths(made) <= paths(fixture("k8s-v1alpha2-podgroup-roundtrip.yaml")) | {
+# -- what gpufabric writes is what the Kubernetes release serving that version reads -------------
+@pytest.mark.parametrize(
+    ("version", "fixture_name", "mode"),
+    [
+        ("v1alpha2", "k8s-v1alpha2-podgroup-roundtrip.yaml", "PodGroup"),
+        ("v1beta1", "k8s-v1beta1-podgroup-roundtrip.yaml", {"all": {}}),
+    ],
+    ids=["1.36", "1.37"],
+)
+def test_the_podgroup_and_the_pods_field_use_the_field_names_of_the_served_version(
+    version: str, fixture_name: str, mode: object
+) -> None:
+    made = pod_group("ns", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "uid-1"), version)
+    assert paths(made) <= paths(fixture(fixture_name)) | {
         ".metadata.labels.gpufabric.io/group",
         ".metadata.labels.app.kubernetes.io/managed-by",
     } - {".metadata.labels.labelsKey"}
-    assert made["apiVersion"] == "scheduling.k8s.io/v1alpha2" and made["kind"] == "PodGroup"
-    assert made["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    assert made["apiVersion"] == f"scheduling.k8s.io/{version}" and made["kind"] == "PodGroup"
+    assert made["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}, "disruptionMode": mode}
     pod = admitted(member("g", 0, 4), native=True)
     assert pod["spec"]["schedulingGroup"] == {"podGroupName": "gpufabric-g"}
     assert ".spec.schedulingGroup.podGroupName" in paths(fixture("k8s-v1-pod-roundtrip-1.36.yaml"))
@@ -113,7 +123,7 @@ def test_slim_keeps_what_the_watch_and_the_view_read() -> None:
 def native_placer(served: bool = True) -> tuple[GangApi, Placer]:
     api = GangApi()
     gang = Gang(api, clock=lambda: api.now)
-    gang.book.set_served(served)
+    gang.book.set_served("v1alpha2" if served else "")
     placer = Placer(api, clock=lambda: api.now, gang=gang)
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])
@@ -145,12 +155,27 @@ def test_the_podgroup_exists_before_any_member_is_ungated_and_goes_after_the_las
     assert not api.podgroups and api.log[-1] == ("podgroup-deleted", "gpufabric-g")
 
 
-def test_members_naming_our_podgroup_wait_where_podgroups_are_not_served() -> None:
+def test_members_naming_our_podgroup_are_placed_without_one_where_none_is_served() -> None:
+    """kube-scheduler gates on no PodGroup where the cluster serves none (the feature turned
+    off after they were admitted): they must not wait for good."""
     api, placer = native_placer(served=False)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
-    assert api.patches == [] and not api.podgroups
-    assert "serves no podgroups.scheduling.k8s.io/v1alpha2" in placer.waiting[("burst", "g")]
+    assert len(api.patches) == 2 and not api.podgroups
+
+
+def test_members_naming_our_podgroup_wait_only_while_whether_it_is_served_is_unknown() -> None:
+    api, placer = native_placer()
+    placer.gang.book.served = None  # no PodGroup list answered yet
+    for i in range(2):
+        arrive(api, placer, admitted(member("g", i, 2), native=True))
+    assert api.patches == [] and "waiting for the first list" in placer.waiting[("burst", "g")]
+    placer.gang.book.set_served("v1beta1")  # 1.37
+    placer.retry_all()
+    placer.reconcile()
+    assert len(api.patches) == 2
+    (pg,) = api.podgroups.values()
+    assert pg["apiVersion"] == "scheduling.k8s.io/v1beta1"
 
 
 def test_a_group_naming_the_users_podgroup_gets_none_of_ours() -> None:

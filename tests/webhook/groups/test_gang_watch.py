@@ -1,6 +1,7 @@
-"""The PodGroup watch as serve wires it: a cluster that does not serve PodGroups (HTTP 404) is
-known as such and asked again later, without a failing watch; once the list answers, admission
-names each member's PodGroup."""
+"""The PodGroup watch as serve wires it: a cluster that does not serve PodGroups (HTTP 404 from
+every version) is known as such and asked again later, without a failing watch; once a list
+answers, in the newest version served (1.37: v1beta1, 1.36: v1alpha2), admission names each
+member's PodGroup; before any list answered, it asks members to retry."""
 
 from __future__ import annotations
 
@@ -42,9 +43,10 @@ class Response:
 
 
 class FakeObjects:
-    """CustomObjectsApi's list call: 404 while `served` is False, else one page of `items`."""
+    """CustomObjectsApi's list call: one page of `items` in the version `served`, 404 in any
+    other ("": none)."""
 
-    served = False
+    served = ""
     items: list[dict[str, Any]] = []
     asked: list[str] = []
 
@@ -52,16 +54,19 @@ class FakeObjects:
         pass
 
     def list_cluster_custom_object(self, group: str, version: str, plural: str, **kw: Any) -> Any:
-        assert (group, version, plural) == ("scheduling.k8s.io", "v1alpha2", "podgroups")
-        FakeObjects.asked.append(kw.get("label_selector", ""))
-        if not FakeObjects.served:
+        assert (group, plural) == ("scheduling.k8s.io", "podgroups")
+        FakeObjects.asked.append(f"{version} {kw.get('label_selector', '')}")
+        if version != FakeObjects.served:
             raise ApiException(status=404, reason="Not Found")
         return Response({"metadata": {"resourceVersion": "9"}, "items": FakeObjects.items})
 
 
-def test_podgroups_unserved_then_served_reach_admission(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("version", ["v1alpha2", "v1beta1"], ids=["1.36", "1.37"])
+def test_podgroups_unserved_then_served_reach_admission(
+    monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
     monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)  # as gang/kube.py calls it
-    monkeypatch.setattr(FakeObjects, "served", False)
+    monkeypatch.setattr(FakeObjects, "served", "")
     monkeypatch.setattr(FakeObjects, "items", [])
     monkeypatch.setattr(FakeObjects, "asked", [])
     monkeypatch.setattr(kube, "RECHECK", 0.0)
@@ -73,20 +78,27 @@ def test_podgroups_unserved_then_served_reach_admission(monkeypatch: pytest.Monk
     settings = admission_settings(args, None, FabricCache(), SpineSizes(), None, book)
     assert settings.native_gang is not None
 
-    def names_podgroup() -> bool:
-        ops = admit_group(member("g", 0, 4), "CREATE", native_gang=settings.native_gang()).ops
-        return any(o["path"].startswith("/spec/schedulingGroup") for o in ops)
+    def admitted() -> tuple[bool, str]:
+        """(whether the member names its PodGroup, why it must retry)"""
+        assert settings.native_gang is not None
+        a = admit_group(member("g", 0, 4), "CREATE", native_gang=settings.native_gang())
+        return any(o["path"].startswith("/spec/schedulingGroup") for o in a.ops), a.retry
 
-    assert book.served is None and not names_podgroup()  # not known yet: nothing named
+    named, retry = admitted()  # not known yet: nothing decided, the client comes again
+    assert book.served is None and not named and "retry in a few seconds" in retry
     listed(watch.lister, watch.on_list)
-    assert book.served is False and not names_podgroup()
+    assert book.served is False and admitted() == (False, "")
     with pytest.raises(Gone):  # asked again after RECHECK, as a relist: no failing watch
         list(watch.watcher(""))
-    FakeObjects.served, FakeObjects.items = True, [OURS]
+    FakeObjects.served, FakeObjects.items = version, [OURS | {"apiVersion": version}]
+    FakeObjects.asked = []
     listed(watch.lister, watch.on_list)
-    assert book.served is True and names_podgroup()
+    assert book.served is True and book.version == version and admitted() == (True, "")
     assert list(book.by_name) == [("burst", "gpufabric-g")]
-    assert set(FakeObjects.asked) == {"app.kubernetes.io/managed-by=gpufabric-placer"}
+    tried = ["v1beta1"] if version == "v1beta1" else ["v1beta1", "v1alpha2"]  # newest first
+    assert FakeObjects.asked == [
+        f"{v} app.kubernetes.io/managed-by=gpufabric-placer" for v in tried
+    ]
 
 
 def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
@@ -95,7 +107,7 @@ def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
     from webhook.kube.watch import Gone
 
     asked: list[dict[str, Any]] = []
-    state = {"served": False}
+    state = {"served": False}  # served: as 1.36 does, v1alpha2 only
     pg = {"metadata": {"name": "gpufabric-train", "namespace": "team-a", "uid": "pg-1"}}
 
     class Response:
@@ -107,19 +119,68 @@ def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
 
         def list_cluster_custom_object(self, *kind: str, **kw: Any) -> Any:
             asked.append({"kind": kind, "labelSelector": kw.get("label_selector")})
-            if not state["served"]:
+            if not state["served"] or kind[1] != "v1alpha2":
                 raise ApiException(status=404, reason="Not Found")
             return Response()
 
     monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
-    said: list[bool] = []
+    said: list[str] = []
     lister, watcher = kube.podgroup_list_watch(client.ApiClient(), said.append, recheck=0)
-    assert [p.items for p in lister()] == [[]] and said == [False]
+    assert [p.items for p in lister()] == [[]] and said == [""]
     with pytest.raises(Gone):  # a relist after `recheck`: no failing watch
         list(watcher(""))
     state["served"] = True
-    assert [p.items for p in lister()] == [[pg]] and said == [False, True]
-    assert asked[0] == {
+    assert [p.items for p in lister()] == [[pg]] and said == ["", "v1alpha2"]
+    assert asked[-1] == {
         "kind": ("scheduling.k8s.io", "v1alpha2", "podgroups"),
         "labelSelector": "app.kubernetes.io/managed-by=gpufabric-placer",
     }
+
+
+def test_the_placers_podgroup_writes_as_the_api_server_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A create of a name that exists (409) reads that object back for the placer to judge;
+    a refusal (4xx) is the placer's Rejected with the API server's words; a patch is a merge
+    patch in the version served."""
+    from webhook.groups.refusals import Rejected
+
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    theirs = {"metadata": {"name": "gpufabric-g", "namespace": "ns", "uid": "users"}}
+
+    class FakeObjects:
+        def __init__(self, api_client: Any = None) -> None:
+            pass
+
+        def create_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("create", args, kw))
+            if args[3] == "podgroups" and args[2] == "taken":
+                raise ApiException(status=409, reason="Conflict")
+            refused = ApiException(status=422, reason="Unprocessable Entity")
+            refused.body = json.dumps({"message": "spec.schedulingPolicy: Required value"})
+            raise refused
+
+        def get_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("get", args, kw))
+            return theirs
+
+        def patch_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            calls.append(("patch", args, kw))
+            return {"metadata": {"name": args[4]}}
+
+    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
+
+    class Placer:
+        event = evict_pod = None
+
+    api = kube.KubeGangApi(client.ApiClient(), Placer())
+    body = {"apiVersion": "scheduling.k8s.io/v1beta1", "metadata": {"name": "gpufabric-g"}}
+    assert api.create_podgroup("taken", body) == theirs
+    assert calls[-1][1] == ("scheduling.k8s.io", "v1beta1", "taken", "podgroups", "gpufabric-g")
+    with pytest.raises(Rejected) as refused:
+        api.create_podgroup("ns", body)
+    assert refused.value.code == 422 and "Required value" in refused.value.message
+    api.patch_podgroup("ns", "gpufabric-g", "v1alpha2", {"metadata": {"uid": "u"}})
+    _, args, kw = calls[-1]
+    assert args[:5] == ("scheduling.k8s.io", "v1alpha2", "ns", "podgroups", "gpufabric-g")
+    assert kw["_content_type"] == "application/merge-patch+json"

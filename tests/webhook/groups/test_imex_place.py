@@ -68,10 +68,9 @@ def test_required_group_larger_than_any_rack_one_a_node_waits() -> None:
     api, domains, placer = imex_setup(racks_under_leaves(2))
     arrive(api, placer, [member(i, 19) for i in range(19)])
     assert api.patches == [] and domains.objects == {}
-    assert (
-        "no nvlink-domain has 19 free GPUs for 19 pods on as many nodes"
-        in (placer.waiting[("team-a", "moe")])
-    )
+    said = placer.waiting[("team-a", "moe")]
+    assert "no nvlink-domain has 19 free trays for 19 pods, one a tray" in said
+    assert said.endswith(f"best: {domain(0)} with 18 free trays")  # trays, not its 72 GPUs
 
 
 def test_required_overrides_group_level_and_locality() -> None:
@@ -117,7 +116,7 @@ def test_compute_domain_is_deleted_after_the_last_member_and_never_before() -> N
         assert ("team-a", "moe") in domains.objects
     delete(api, placer, "w-02")
     assert domains.objects == {}
-    assert [verb for verb, _, _ in domains.log] == ["create", "delete"]
+    assert [verb for verb, _, _ in domains.log] == ["create", "release", "delete"]
 
 
 def restarted(api: FakeApi, domains: FakeDomains, nodes: list[dict[str, Any]]) -> Placer:

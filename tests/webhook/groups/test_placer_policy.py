@@ -201,7 +201,7 @@ def sent() -> tuple[tuple[str, Pod, tuple[dict[str, Any], ...]], ...]:
     )
 
 
-def _apply(old: Pod, ops: Any) -> Pod:
+def applied(old: Pod, ops: Any) -> Pod:
     out: Pod = jsonpatch.JsonPatch(list(ops)).apply(copy.deepcopy(old))
     return out
 
@@ -228,9 +228,11 @@ def test_the_scenarios_cover_every_kind_of_patch_the_placer_sends() -> None:
     patches = sent()
     keys = {e["key"] for _, _, ops in patches for e in _added_expressions(ops)}
     assert keys == {level_key(lv) for lv in LEVELS}  # every level, NVLink domain included
-    placements = {_apply(o, ops)["metadata"]["annotations"][ANN_PLACEMENT] for _, o, ops in patches}
+    placements = {
+        applied(o, ops)["metadata"]["annotations"][ANN_PLACEMENT] for _, o, ops in patches
+    }
     assert {p.partition("=")[0] for p in placements} == {*LEVELS, "none"}
-    assert all(ANN_RANK in _apply(o, ops)["metadata"]["annotations"] for _, o, ops in patches)
+    assert all(ANN_RANK in applied(o, ops)["metadata"]["annotations"] for _, o, ops in patches)
     held = [ops for _, _, ops in patches if len(list(_added_expressions(ops))) == 2]
     assert {e["key"] for ops in held for e in _added_expressions(ops)} >= {
         level_key("nvlink-domain"),
@@ -244,10 +246,10 @@ def test_every_patch_the_placer_sends_is_allowed(scenario: str) -> None:
     patches = [(old, ops) for name, old, ops in sent() if name == scenario]
     assert patches
     for old, ops in patches:
-        assert policy_failures(old, _apply(old, ops)) == [], (old["metadata"]["name"], ops)
+        assert policy_failures(old, applied(old, ops)) == [], (old["metadata"]["name"], ops)
 
 
-def _placed() -> tuple[Pod, Pod]:
+def placed_member() -> tuple[Pod, Pod]:
     """A member before and after the placer's own patch: a leaf-pair group's member held to its
     leaf, with a user's required term already there."""
     old, ops = next(
@@ -257,7 +259,7 @@ def _placed() -> tuple[Pod, Pod]:
         and len(list(_added_expressions(ops))) == 2
         and o["spec"].get("affinity")
     )
-    return old, _apply(old, ops)
+    return old, applied(old, ops)
 
 
 def _expressions(pod: Pod) -> list[dict[str, Any]]:
@@ -340,7 +342,7 @@ DENIED: list[tuple[Callable[[Pod], None], str]] = [
 def test_anything_beyond_the_placers_patch_is_denied(
     edit: Callable[[Pod], None], message: str
 ) -> None:
-    old, new = _placed()
+    old, new = placed_member()
     assert policy_failures(old, new) == []
     edit(new)
     failures = policy_failures(old, new)
@@ -348,7 +350,7 @@ def test_anything_beyond_the_placers_patch_is_denied(
 
 
 def test_other_identities_are_not_matched() -> None:
-    old, new = _placed()
+    old, new = placed_member()
     _label(new)
     assert policy_failures(old, new, user="system:serviceaccount:x:y") == []
     assert policy_failures(old, new) != []

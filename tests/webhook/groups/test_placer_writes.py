@@ -15,7 +15,8 @@ from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.gang.place import Gang
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
-from webhook.groups.writes import Call, Rejected, one_by_one
+from webhook.groups.refusals import Rejected
+from webhook.groups.writes import Call, NotWritten, one_by_one
 
 
 def pod(group: str, i: int, size: int) -> dict[str, Any]:
@@ -127,11 +128,11 @@ def test_a_stopping_placer_starts_no_write_and_keeps_its_members_gated() -> None
 
 def test_one_by_one_answers_each_call_and_skips_all_once_stopping() -> None:
     def refuse() -> object:
-        raise Rejected("no")
+        raise Rejected("pods/patch", "patch of pod a", 422, "no")
 
     out = one_by_one([lambda: 1, refuse, lambda: 3], lambda: False)
     assert out[0] == 1 and isinstance(out[1], Rejected) and out[2] == 3
-    assert all(isinstance(r, Rejected) for r in one_by_one([lambda: 1], lambda: True))
+    assert all(isinstance(r, NotWritten) for r in one_by_one([lambda: 1], lambda: True))
 
 
 def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:

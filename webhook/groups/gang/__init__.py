@@ -1,1 +1,1 @@
-"""Native gangs (scheduling.k8s.io/v1alpha2 PodGroup) and the watch on partly bound groups."""
+"""Native gangs (scheduling.k8s.io PodGroup, the version served) and the partly-bound watch."""

@@ -1,6 +1,6 @@
-"""Names fixed by DESIGN.md "Group placement" (native gang) and by Kubernetes 1.36's PodGroup
-(scheduling.k8s.io/v1alpha2; field names from kubernetes/api testdata/HEAD, copied to
-tests/fixtures/schedulers/)."""
+"""Names fixed by DESIGN.md "Group placement" (native gang) and by Kubernetes' PodGroup
+(scheduling.k8s.io/v1alpha2 on 1.36, v1beta1 from 1.37; field names from kubernetes/api
+testdata/HEAD, copied to tests/fixtures/schedulers/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import re
 from typing import Final
 
 PG_GROUP: Final = "scheduling.k8s.io"
-PG_VERSION: Final = "v1alpha2"
+# The versions gpufabric writes, newest first: the cluster's is the first it serves (1.37 serves
+# v1beta1 and no longer v1alpha2; 1.36 only v1alpha2; both only with GenericWorkload on).
+PG_VERSIONS: Final = ("v1beta1", "v1alpha2")
+# Where gang.minCount may change (v1alpha2's schedulingPolicy is immutable: HTTP 422).
+MUTABLE_MIN_COUNT: Final = frozenset({"v1beta1"})
 PG_PLURAL: Final = "podgroups"
 PG_KIND: Final = "PodGroup"
 

@@ -1,14 +1,21 @@
 """The placer's side of native gangs and of the partly-bound watch.
 
 `ensure` (before a group's gate is lifted): where its members name PodGroup gpufabric-<group>
-(the webhook set it: the cluster serves PodGroups), that PodGroup exists, a gang of the group's
-size, so kube-scheduler binds the members together or not at all; and the group's clock starts.
+(the webhook set it: the cluster serves PodGroups), that PodGroup exists in the version the
+cluster serves, a gang of the members that name it (all of them, unless some were admitted before
+PodGroups were known served: a pod's spec.schedulingGroup never changes, and kube-scheduler counts
+only the pods that name the group), so kube-scheduler binds them together or not at all; and the
+group's clock starts. The PodGroup is the group's only while it is ours and names the members'
+controller by UID (owned.py): one of an earlier controller is adopted (made to name this one), as
+it can neither be made anew nor waited for while the members name it; a lost one is made again.
 `tick` (each reconcile): our PodGroups whose group has no pod left are deleted, and every group
 ungated since is watched until all its members are bound. Members still unbound
 PARTLY_BOUND_AFTER seconds after the group was ungated while others are bound get Event
 GroupPartlyBound with kube-scheduler's message; those with a controller (Job, JobSet, ...) are
 deleted, so that it makes them again, gated, and the placer seats them again inside the group's
 recorded domain (placer `within`). Bare pods are only reported (nothing would make them again).
+A member kube-scheduler is preempting for (status.nominatedNodeName) is not stuck: its group's
+clock starts again.
 """
 
 from __future__ import annotations
@@ -20,9 +27,17 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from webhook.groups.gang.names import PARTLY_BOUND_AFTER, PG_PLURAL, podgroup_name
-from webhook.groups.gang.podgroups import Book, Made, pod_group
+from webhook.groups.gang.names import (
+    MUTABLE_MIN_COUNT,
+    PARTLY_BOUND_AFTER,
+    PG_GROUP,
+    PG_PLURAL,
+    podgroup_name,
+)
+from webhook.groups.gang.podgroups import Book, Made, gang_spec, made_of, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
+from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
+from webhook.groups.preempt.budgets import Budgets, Ledger
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.records import PodRecord, pod_ref
 from webhook.groups.writes import Writes
@@ -35,15 +50,20 @@ SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous lead
 # controller to make them again and for the placer to decide; a preemption in the domain that
 # takes longer loses to the release, and the gang is placed anew.
 RELEASE_AFTER = 15.0
-SERVED = f"{PG_PLURAL}.scheduling.k8s.io/v1alpha2"
+SERVED = f"{PG_PLURAL}.{PG_GROUP}"
 
 
 class GangApi(Protocol):
     def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """The created object (the one there already, when it exists)."""
 
-    def delete_podgroup(self, namespace: str, name: str, uid: str) -> None:
+    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
+
+    def patch_podgroup(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (metadata.uid in it: only that object); the object as patched."""
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
@@ -84,45 +104,73 @@ class Gang:
     def early(self, key: GroupKey, size: int, recs: Sequence[PodRecord], writes: Writes) -> None:
         """As a group's first members arrive: its PodGroup asked for with the reconcile's other
         writes, so `ensure` finds it made once the group is whole (made there, its round trip
-        stood between the last member and the ungating). Its owner: the controller the members
-        so far share. A failure is only logged: `ensure` makes it then."""
+        stood between the last member and the ungating; issue 38). Its owner: the controller the
+        members so far share. A failure is only logged: `ensure` makes it then."""
         name = podgroup_name(key[1])
         where = (key[0], name or "")
-        if name is None or self.api is None or not self.book.served or where in self._asked:
+        if name is None or self.api is None or self.book.served is not True:
             return
-        if where in self.book.by_name or not any(r.pod_group == name for r in recs):
+        if where in self._asked or where in self.book.by_name:
+            return
+        if not any(r.pod_group == name for r in recs):
             return
         self._asked.add(where)
-        body = self._body(key, name, size, recs)
+        want = max(1, size - sum(1 for r in recs if r.pod_group != name))
+        owner = shared_owner(r.owner for r in recs)
+        body = pod_group(key[0], name, key[1], want, owner, self.book.version)
         writes.add(partial(self.api.create_podgroup, key[0], body), partial(self._made, where))
 
     def _made(self, where: tuple[str, str], result: object) -> None:
         self._asked.discard(where)
-        if isinstance(result, Mapping):
+        if isinstance(result, Mapping) and made_of(result) is not None:
             self.book.event("ADDED", result)
-        else:
+        elif isinstance(result, Exception):
             log.warning("podgroup not made early", extra={"podgroup": where[1], "error": result})
-
-    def _body(
-        self, key: GroupKey, name: str, size: int, recs: Sequence[PodRecord]
-    ) -> dict[str, Any]:
-        owners = {r.owner for r in recs}
-        owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
-        return pod_group(key[0], name, key[1], size, owner)
 
     def ensure(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
         """Why the group must wait, or None once its PodGroup (where it has one) exists."""
+        why = self._own(key, size, recs)
+        if why is None:
+            self.since[key] = self.clock()
+        return why
+
+    def _own(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
+        """Make, keep or adopt the PodGroup the members name (a v1beta1 gang larger than they
+        can make shrunk to them); why the group waits, if it does. `recs`: its live members."""
         name = podgroup_name(key[1])
-        if name is not None and any(r.pod_group == name for r in recs):
-            have = self.book.by_name.get((key[0], name))
-            if have is not None and have.deleting:
-                return f"PodGroup {name} is being deleted; it is made again after"
-            if have is None:
-                if not self.book.served or self.api is None:
-                    return f"its members name PodGroup {name}; this cluster serves no {SERVED}"
-                body = self._body(key, name, size, recs)
-                self.book.event("ADDED", self.api.create_podgroup(key[0], body))
-        self.since[key] = self.clock()
+        if name is None or not any(r.pod_group == name for r in recs):
+            return None
+        if self.book.served is None:
+            return f"its members name PodGroup {name}; waiting for the first list of {SERVED}"
+        if not self.book.served or self.api is None:
+            return None  # none served: kube-scheduler gates on no PodGroup, nothing to wait for
+        owner = shared_owner(r.owner for r in recs)
+        # the members that do not name it never will (spec.schedulingGroup is immutable) and
+        # kube-scheduler's PreEnqueue waits for minCount pods that do: the gang is the others
+        want = max(1, size - sum(1 for r in recs if r.pod_group != name))
+        have = self.book.by_name.get((key[0], name))
+        if have is None:
+            body = pod_group(key[0], name, key[1], want, owner, self.book.version)
+            made = self.api.create_podgroup(key[0], body)
+            have = made_of(made)
+            if have is None:  # one of the name that is not ours (create answered 409)
+                return waiting_words("foreign", "PodGroup", name, key[0])
+            self.book.event("ADDED", made)
+        v = verdict(have.found, key[1], owner)
+        if v == "foreign":
+            return waiting_words(v, "PodGroup", name, key[0])
+        # Neither made anew nor waited for: kube-controller-manager's podgroup-protection
+        # finalizer keeps a PodGroup while pods name it (ours do, gated or not), and
+        # kube-scheduler goes on using it meanwhile, deleted or not.
+        patch = adoption(have.uid, owner) if v == "earlier" else {}
+        if have.min_count > want:  # a gang larger than the members that can join never binds
+            if self.book.version not in MUTABLE_MIN_COUNT:
+                return too_large(name, have.min_count, want)
+            patch = {**(patch or {"metadata": {"uid": have.uid}}), "spec": gang_spec(want)}
+        if patch:
+            self.book.event(
+                "MODIFIED", self.api.patch_podgroup(key[0], name, self.book.version, patch)
+            )
         return None
 
     # -- each reconcile ----------------------------------------------------------------------
@@ -132,9 +180,11 @@ class Gang:
         pods: Mapping[str, PodRecord],
         synced: bool,
         waiting: Container[GroupKey] = (),
+        budgets: Budgets | None = None,
     ) -> None:
         """`synced`: the pods are listed (a group without pods is truly gone); `waiting`: the
-        groups the placer could not seat at its last try."""
+        groups the placer could not seat at its last try; `budgets`: the cluster's
+        PodDisruptionBudgets (preempt/budgets.py), counted over a whole release."""
         if synced:
             self._sweep(groups)
         now = self.clock()
@@ -144,8 +194,16 @@ class Gang:
             self._scan_at = now + SCAN_EVERY
         partly = set()
         for key in keys:
-            b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
-            if self._stuck(key, b, now, key in waiting):
+            recs = [pods[u] for u in groups.get(key, ()) if u in pods]
+            b = binding(recs)
+            if synced and b.unbound and not any(r.gated for r in recs):
+                self._lost(key, b.size, recs)
+            if b.preempting:  # kube-scheduler makes room for a member: not stuck, clock anew
+                self.since[key] = now
+                if key in self.recovering:
+                    self.recovering[key] = now
+                continue
+            if self._stuck(key, b, now, key in waiting, budgets):
                 partly.add(key)
             if not b.unbound:
                 start = self.since.pop(key, None)
@@ -162,7 +220,23 @@ class Gang:
         self.partly = partly
         self.told = {u for u in self.told if u in pods}  # the few told, not every pod
 
-    def _stuck(self, key: GroupKey, b: Binding, now: float, waits: bool) -> bool:
+    def _lost(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> None:
+        """Ungated members waiting for a PodGroup that is gone (deleted by hand, or by the
+        garbage collector): it is made again (gated ones get it from `ensure`)."""
+        name = podgroup_name(key[1])
+        if name is None or (key[0], name) in self.book.by_name:
+            return
+        try:
+            why = self._own(key, size, [r for r in recs if r.member])
+        except Exception:  # noqa: BLE001 - asked again at the next look
+            log.warning("podgroup not made again", extra={"podgroup": f"{key[0]}/{name}"})
+            return
+        if why is not None:
+            log.info("podgroup not made again", extra={"podgroup": f"{key[0]}/{name}", "why": why})
+
+    def _stuck(
+        self, key: GroupKey, b: Binding, now: float, waits: bool, budgets: Budgets | None
+    ) -> bool:
         """A group whose evicted members came back but cannot be seated in its domain (their
         room went to other pods): once the placer has said so for RELEASE_AFTER seconds (else
         after the same bound as before), its bound members are evicted too, so
@@ -177,20 +251,35 @@ class Gang:
         if now - start < (min(RELEASE_AFTER, self.after) if waits else self.after):
             return True
         del self.recovering[key]
+        if not self._release(key, b, now - start, budgets):
+            self.recovering[key] = now  # asked again after the bound
+        return True
+
+    def _release(self, key: GroupKey, b: Binding, waited: float, budgets: Budgets | None) -> bool:
+        """Evict the bound members that a controller makes again, all or none: False, nothing
+        evicted, where a PodDisruptionBudget (counted over the whole release, as a preemption
+        plan counts them) or a dry run refuses one."""
         assert self.api is not None  # noqa: S101 - recovering implies an API
         owned = [rec for rec in b.bound if rec.owner is not None]  # bare pods: nothing remakes
-        for rec in owned:  # all go or none: every eviction asked as a dry run first
+        ledger = Ledger(budgets)
+        if not ledger.take((rec.namespace, rec.name, rec.labels) for rec in owned):
+            words = "; ".join(u.words() for u in ledger.blocking())
+            log.warning("partly bound gang not released", extra={"group": key[1], "why": words})
+            return False
+        for rec in owned:  # then every eviction asked as a dry run (what the budgets miss)
             outcome, why = self.api.evict_pod(rec.namespace, rec.name, True, rec.uid)
-            if outcome == "blocked":  # e.g. a PodDisruptionBudget: asked again after the bound
+            if outcome == "blocked":
                 log.warning("partly bound gang not released", extra={"pod": rec.name, "why": why})
-                self.recovering[key] = now
-                return True
+                return False
         for rec in owned:
             outcome, why = self.api.evict_pod(rec.namespace, rec.name, uid=rec.uid)
-            if outcome == "blocked":  # a race the dry run could not see: stop at once
+            if outcome == "blocked":  # a race neither could see: stop at once
                 log.warning("partly bound member not released", extra={"pod": rec.name, "why": why})
                 break
-            text = released_words(key[1], b, rec, now - start)
+            if budgets is not None and outcome == "evicted":
+                for bud in budgets.covering(rec.namespace, rec.labels):
+                    budgets.spent(bud.key, rec.name)  # until the watch says (as preempt/state.py)
+            text = released_words(key[1], b, rec, waited)
             self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
         return True
 
@@ -218,7 +307,7 @@ class Gang:
     def _delete(self, m: Made) -> None:
         assert self.api is not None  # noqa: S101 - a book with entries implies an API
         try:
-            self.api.delete_podgroup(m.namespace, m.name, m.uid)
+            self.api.delete_podgroup(m.namespace, m.name, m.uid, self.book.version)
         except Exception:  # noqa: BLE001 - retried on the next reconcile
             log.warning("podgroup not deleted", extra={"podgroup": f"{m.namespace}/{m.name}"})
             return

@@ -1,5 +1,6 @@
-"""PodGroups as gpufabric reads and writes them: the object the placer creates for a group, and
-the book of the PodGroups it made (kept current from a list and watch). Pure."""
+"""PodGroups as gpufabric reads and writes them: the object the placer creates for a group (in
+the version the cluster serves), and the book of the PodGroups it made (kept current from a list
+and watch). Pure."""
 
 from __future__ import annotations
 
@@ -7,12 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.gang.names import (
-    PG_GROUP,
-    PG_KIND,
-    PG_VERSION,
-)
-from webhook.groups.owned import Owner, our_group, owned_meta
+from webhook.groups.gang.names import PG_GROUP, PG_KIND
+from webhook.groups.owned import Found, Owner, found_of, our_group, owned_meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +21,12 @@ class Made:
     uid: str
     group: str
     deleting: bool = False
+    owner_uid: str = ""  # the controller it names (owned.py: adopted only by that UID)
+    min_count: int = 0  # spec.schedulingPolicy.gang.minCount
+
+    @property
+    def found(self) -> Found:
+        return Found(self.uid, self.group, self.owner_uid, self.deleting)
 
 
 def made_of(obj: Mapping[str, Any]) -> Made | None:
@@ -32,33 +35,59 @@ def made_of(obj: Mapping[str, Any]) -> Made | None:
     group = our_group(meta)
     if group is None:
         return None
+    found = found_of(meta)
+    gang = ((obj.get("spec") or {}).get("schedulingPolicy") or {}).get("gang") or {}
+    count = gang.get("minCount")
     return Made(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
+        uid=found.uid,
         group=group,
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=found.deleting,
+        owner_uid=found.owner_uid,
+        min_count=count if isinstance(count, int) else 0,
     )
 
 
 def pod_group(
-    namespace: str, name: str, group: str, size: int, owner: Owner | None
+    namespace: str, name: str, group: str, min_count: int, owner: Owner | None, version: str
 ) -> dict[str, Any]:
-    """The PodGroup of a group: a gang of `size` (kube-scheduler binds none of its pods until
-    `minCount` of them can be bound together)."""
+    """The PodGroup of a group in `version`: a gang of `min_count` (kube-scheduler binds none of
+    its pods until that many of them can be bound together), disrupted whole, as the placer's own
+    preemption does: v1beta1 (1.37) says so as `disruptionMode: {all: {}}`, 1.36's v1alpha2 as
+    `disruptionMode: PodGroup` (which the API server drops, defaulting to Pod, unless
+    WorkloadAwarePreemption is on)."""
+    mode: object = {"all": {}} if version == "v1beta1" else "PodGroup"
+    spec = {**gang_spec(min_count), "disruptionMode": mode}
     return {
-        "apiVersion": f"{PG_GROUP}/{PG_VERSION}",
+        "apiVersion": f"{PG_GROUP}/{version}",
         "kind": PG_KIND,
         "metadata": owned_meta(namespace, name, group, owner),
-        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+        "spec": spec,
     }
 
 
+def gang_spec(min_count: int) -> dict[str, Any]:
+    """The spec fields of a gang of `min_count` (mutable from v1beta1 on)."""
+    return {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+
+
+def too_large(name: str, min_count: int, members: int) -> str:
+    """Why a group waits for a PodGroup of its name that is a larger gang than its members can
+    make, where minCount cannot change (Kubernetes 1.36's v1alpha2)."""
+    return (
+        f"PodGroup {name} is a gang of {min_count}, more than the {members} members that name "
+        "it can make, and on this Kubernetes its minCount cannot change; it goes only once no "
+        "pod names it: delete this group's pods and that PodGroup"
+    )
+
+
 class Book:
-    """Our PodGroups, and whether the cluster serves the kind at all."""
+    """Our PodGroups, and whether (in which version) the cluster serves the kind at all."""
 
     def __init__(self) -> None:
         self.served: bool | None = None  # None: not known yet (no list answered)
+        self.version = ""  # the version served (names.PG_VERSIONS), "" when none
         self.by_name: dict[tuple[str, str], Made] = {}
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
@@ -67,14 +96,15 @@ class Book:
         for obj in items:
             self.event("ADDED", obj)
 
-    def set_served(self, served: bool) -> None:
-        """Whether the API server serves podgroups.scheduling.k8s.io/v1alpha2 (no: HTTP 404)."""
-        self.served = served
-        if not served:
+    def set_served(self, version: str) -> None:
+        """The version of podgroups.scheduling.k8s.io the API server serves ("": none, every
+        version answered HTTP 404)."""
+        self.served, self.version = bool(version), version
+        if not version:
             self.by_name = {}
 
     def unserved(self) -> None:
-        self.set_served(False)
+        self.set_served("")
 
     def event(self, kind: str, obj: Mapping[str, Any]) -> None:
         m = made_of(obj)

@@ -28,6 +28,12 @@ class Binding:
     def partly(self) -> bool:
         return bool(self.bound) and bool(self.unbound)
 
+    @property
+    def preempting(self) -> bool:
+        """kube-scheduler keeps room for an unbound member (status.nominatedNodeName): it is
+        evicting victims for it, so the member is on its way, not stuck."""
+        return any(r.nominated for r in self.unbound)
+
 
 def binding(recs: Sequence[PodRecord]) -> Binding:
     ungated = [r for r in recs if r.member and not r.gated and r.group is not None]

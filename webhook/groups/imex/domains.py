@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.imex.names import CD_GROUP, CD_KIND, CD_VERSION, template_name
+from webhook.groups.imex.names import CD_GROUP, CD_KIND, CD_VERSION, FINALIZER, template_name
 from webhook.groups.owned import Owner, our_group, owned_meta
 
 
@@ -22,6 +22,12 @@ class Domain:
     template: str  # spec.channel.resourceClaimTemplate.name
     group: str | None  # the group it serves, when the placer made it
     deleting: bool = False
+    finalizers: tuple[str, ...] = ()
+
+    @property
+    def held(self) -> bool:
+        """The placer's finalizer is on it (removed once the group's last member is gone)."""
+        return FINALIZER in self.finalizers
 
 
 def domain_of(obj: Mapping[str, Any]) -> Domain:
@@ -34,16 +40,21 @@ def domain_of(obj: Mapping[str, Any]) -> Domain:
         template=str(template or ""),
         group=our_group(meta),
         deleting=bool(meta.get("deletionTimestamp")),
+        finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
     )
 
 
 def compute_domain(namespace: str, group: str, owner: Owner | None) -> dict[str, Any]:
-    """The ComputeDomain of a group: named after it, declaring its channel template. No numNodes
-    (deprecated; 0: the daemons start without waiting for their peers)."""
+    """The ComputeDomain of a group: named after it, declaring its channel template, held by the
+    placer's finalizer until the group's last member is gone (the garbage collector deletes it
+    with the owner, while the members may still be terminating). No numNodes here: the driver's
+    API adds it where the served CRD requires it (imex/kube.py)."""
+    meta = owned_meta(namespace, group, group, owner)
+    meta["finalizers"] = [FINALIZER]
     return {
         "apiVersion": f"{CD_GROUP}/{CD_VERSION}",
         "kind": CD_KIND,
-        "metadata": owned_meta(namespace, group, group, owner),
+        "metadata": meta,
         "spec": {"channel": {"resourceClaimTemplate": {"name": template_name(group)}}},
     }
 
@@ -55,11 +66,13 @@ class Book:
         self.served: bool | None = None  # None: not known yet (no list answered)
         self.by_name: dict[tuple[str, str], Domain] = {}
         self.by_template: dict[tuple[str, str], Domain] = {}
+        self.version = 0  # bumps when the declared templates change (their readers ask again)
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
         """A complete list (a list that answered is served, unless set_served says not)."""
         if self.served is None:
             self.served = True
+        self.version += 1
         fresh = Book()
         for obj in items:
             fresh.event("ADDED", obj)
@@ -68,6 +81,7 @@ class Book:
     def set_served(self, served: bool) -> None:
         """Whether the API server serves computedomains.resource.nvidia.com (no: HTTP 404)."""
         self.served = served
+        self.version += 1
         if not served:
             self.by_name, self.by_template = {}, {}
 
@@ -77,6 +91,8 @@ class Book:
     def event(self, kind: str, obj: Mapping[str, Any]) -> None:
         d = domain_of(obj)
         old = self.by_name.pop((d.namespace, d.name), None)
+        if kind == "DELETED" or old is None or old.template != d.template:
+            self.version += 1  # which templates are declared changed (not a status update)
         if old is not None and self.by_template.get((old.namespace, old.template)) == old:
             del self.by_template[(old.namespace, old.template)]
         if kind != "DELETED":

@@ -18,6 +18,12 @@ CD_CRD: Final = f"{CD_PLURAL}.{CD_GROUP}"
 # The driver's kubelet plugin labels a node with the UID of the ComputeDomain whose channel it
 # prepared there; the node's one channel-0 device then belongs to that ComputeDomain.
 NODE_LABEL: Final = "resource.nvidia.com/computeDomain"
+# The placer's on the ComputeDomains it makes: held until the group's last member is gone.
+FINALIZER: Final = "gpufabric.io/group-members"
+# NVIDIA's controller labels the channel ResourceClaimTemplate it makes for a ComputeDomain with
+# NODE_LABEL=<its UID> and this key = Workload (its daemons' templates: Daemon).
+TEMPLATE_TARGET: Final = "resource.nvidia.com/computeDomainTarget"
+TEMPLATES: Final = "resourceclaimtemplates.resource.k8s.io"
 
 # On the ComputeDomains the placer makes: groups/owned.py (labels and owner).
 # On a pod outside any group that claims a user-made ComputeDomain's channel: the UID of that

@@ -16,13 +16,16 @@ from webhook.groups.selector import Selector, selector_of
 from webhook.kube.nodeselector import REQUIRED, required_terms
 
 
-def excluding(selector: Selector, uid: str) -> Selector:
-    """The selector narrowed to nodes without another ComputeDomain (the label absent, or `uid`:
-    the group's own). Node terms are ORed, so each term is split in two."""
+def excluding(selector: Selector, uid: str, channel: str = "") -> Selector:
+    """The selector narrowed to nodes without another ComputeDomain's channel: the label absent,
+    or naming the group's own ComputeDomain (`uid`, as the driver labels, or `channel`, as the
+    placer's view plays the label before: imex/channels.py). Node terms are ORed, so each term
+    is split in two."""
     spec: Mapping[str, Any] = selector.spec.get("spec") or {}
     terms = required_terms(selector.spec) or [{}]
     ours = [{"key": NODE_LABEL, "operator": "DoesNotExist"}]
-    choices = [ours] + ([[{"key": NODE_LABEL, "operator": "In", "values": [uid]}]] if uid else [])
+    own = [v for v in (uid, channel) if v]
+    choices = [ours] + ([[{"key": NODE_LABEL, "operator": "In", "values": own}]] if own else [])
     narrowed = [
         {**t, "matchExpressions": [*(t.get("matchExpressions") or []), *extra]}
         for t in terms
@@ -33,7 +36,7 @@ def excluding(selector: Selector, uid: str) -> Selector:
     node_affinity[REQUIRED] = {"nodeSelectorTerms": narrowed}
     affinity["nodeAffinity"] = node_affinity
     built = selector_of({**spec, "affinity": affinity})
-    signature = f"{selector.signature}|{NODE_LABEL}={uid}"
+    signature = f"{selector.signature}|{NODE_LABEL}={','.join(own)}"
     return Selector(built.spec, selector.tolerations, signature)
 
 

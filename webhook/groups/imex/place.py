@@ -2,23 +2,36 @@
 changes (the NVLink domain as level, one member a node, nodes of other ComputeDomains skipped),
 the ComputeDomain made before the gate is lifted, and deleted once the last member is gone.
 
-Placer calls `adjust` before deciding, `ensure` before ungating, `words` for GroupPlaced and
-`sweep` on each reconcile. Deletion is read from listed state (the group's pods and the
-ComputeDomains labelled as ours), so a restarted placer deletes what its predecessor left and
-never one whose group still has a pod.
+Placer calls `adjust` before deciding, `ensure` before ungating (it waits for the channel
+template too), `words` for GroupPlaced, `track`/`forget` as pods come, bind and go (which nodes'
+channels are taken, before the driver labels them) and `sweep` on each reconcile. Deletion is
+read from listed state (the group's pods and the ComputeDomains labelled as ours), so a restarted
+placer deletes what its predecessor left and never one whose group still has a pod.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Request
-from webhook.groups.imex.domains import Book, Domain, compute_domain
-from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN, CD_CRD, MODES, Mode, template_name
+from webhook.groups.imex.channels import Channels, channel_id
+from webhook.groups.imex.domains import Book, Domain, compute_domain, domain_of
+from webhook.groups.imex.names import (
+    ANN_COMPUTE_DOMAIN,
+    CD_CRD,
+    FINALIZER,
+    MODES,
+    NODE_LABEL,
+    TEMPLATES,
+    Mode,
+    template_name,
+)
 from webhook.groups.imex.nodes import excluding
+from webhook.groups.imex.templates import Templates
 from webhook.groups.names import NVLINK_LEVEL, choice
 from webhook.groups.records import PodRecord
 
@@ -27,11 +40,18 @@ GroupKey = tuple[str, str]
 
 
 class DomainApi(Protocol):
-    def create_domain(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The created object; raises placer.Rejected when the API server refuses it."""
+    def create_domain(
+        self, namespace: str, body: Mapping[str, Any], nodes: int
+    ) -> Mapping[str, Any]:
+        """The created object (with numNodes = `nodes` where the served CRD requires the field);
+        raises refusals.Rejected when the API server refuses it."""
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
+
+    def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
+        """Remove the placer's finalizer, metadata.finalizers[index], if it is still there on
+        that object; gone is fine."""
 
 
 class ImexMetrics(Protocol):
@@ -59,11 +79,17 @@ class Imex:
     def __init__(self, api: DomainApi | None = None, metrics: ImexMetrics | None = None) -> None:
         self.api, self.metrics = api, metrics
         self.book = Book()
+        self.templates = Templates()  # the channel templates NVIDIA's controller made
         if api is None:
             self.book.unserved()  # no API: nothing is served (tests of plain groups)
+            self.templates.set_served(False)
         self.synced = False  # the pods are listed: an empty group is truly empty
         self.needs: dict[GroupKey, Need] = {}
         self.left_over = 0  # our ComputeDomains whose group is gone, not deleted yet
+        self.channels = Channels()  # which node's channel which pod holds or was promised
+        self.unresolved: dict[str, PodRecord] = {}  # pods claiming templates no CD declares yet
+        self._resolved_at = -1  # the book's version the unresolved pods were last tried with
+        self.view = CapacityView()  # the placer's, whose node labels the channels go into
 
     def need(self, key: GroupKey, recs: Sequence[PodRecord]) -> Need | None:
         """None for a plain group (most): no annotation, no claim of a ComputeDomain's template."""
@@ -84,14 +110,13 @@ class Imex:
         key: GroupKey,
         request: Request,
         recs: Sequence[PodRecord],
-        promised: Mapping[str, tuple[str, int]],
     ) -> Request | str:
-        """The request as IMEX needs it, or why the group must wait. `promised`: the view's
-        pod uid -> (node, GPUs) of ungated members not bound yet."""
+        """The request as IMEX needs it, or why the group must wait."""
         need = self.need(key, recs)
         if need is None:
             self.needs.pop(key, None)
             return request
+        self.refresh()  # before an IMEX group reads which channels are taken
         if self.book.served is None:
             return f"compute-domain {need.mode}: waiting for the first list of {CD_CRD}"
         if not self.book.served:
@@ -107,29 +132,100 @@ class Imex:
                 return f"ComputeDomain {need.name} is being deleted; it is made again after"
         self.needs[key] = need
         uid = have.uid if have is not None else ""
+        own = channel_id(key[0], need.template)
         taken = frozenset(
             node
             for r in recs
-            if not r.gated and (node := r.node or promised.get(r.uid, ("", 0))[0])
+            if not r.gated and (node := r.node or self.view.promised.get(r.uid, ("", 0))[0])
         )
         members = tuple(
-            replace(m, whole=True, selector=excluding(m.selector, uid), avoid=taken)
+            replace(m, whole=True, selector=excluding(m.selector, uid, own), avoid=taken)
             for m in request.members
         )
         return replace(request, members=members, level=NVLINK_LEVEL, locality=need.mode)
 
-    def ensure(self, key: GroupKey, recs: Sequence[PodRecord]) -> None:
-        """The group's ComputeDomain exists before its gate is lifted (raises when not made)."""
+    def ensure(self, key: GroupKey, recs: Sequence[PodRecord]) -> str:
+        """The group's ComputeDomain exists and NVIDIA's controller has made its channel template
+        before the gate is lifted: '' when both are there, else why the group waits (raises
+        when the ComputeDomain is not made)."""
         need = self.needs.get(key)
-        if need is None or need.user or (key[0], need.name) in self.book.by_name:
-            return
-        owners = {r.owner for r in recs}
-        owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
-        assert self.api is not None  # noqa: S101 - served implies an API
-        made = self.api.create_domain(key[0], compute_domain(key[0], key[1], owner))
-        self.book.event("ADDED", made)
-        if self.metrics is not None:
-            self.metrics.domain_made(1, 0)
+        if need is None:
+            return ""
+        have = self.book.by_name.get((key[0], need.name))
+        if have is None and not need.user:
+            owners = {r.owner for r in recs}
+            owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
+            assert self.api is not None  # noqa: S101 - served implies an API
+            body = compute_domain(key[0], key[1], owner)
+            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
+            made = self.api.create_domain(key[0], body, size)  # one member a node
+            self.book.event("ADDED", made)
+            have = domain_of(made)
+            if self.metrics is not None:
+                self.metrics.domain_made(1, 0)
+        if have is None or self.templates.ready(key[0], need.template, have.uid):
+            return ""
+        if self.templates.served is None:
+            return f"compute-domain {need.mode}: waiting for the first list of {TEMPLATES}"
+        return (
+            f"compute-domain {need.mode}: waiting for NVIDIA's ComputeDomain controller to make "
+            f"ResourceClaimTemplate {need.template} for ComputeDomain {need.name} (members are "
+            "ungated once it exists)"
+        )
+
+    # -- channels: which nodes' channel is taken (imex/channels.py) ----------------------------
+    def track(self, rec: PodRecord, node: str = "") -> None:
+        """Where the pod holds its channel now: its node while bound, else the node the placer
+        promised it (`node`, or the view's promise) while ungated; into the view's node
+        labels."""
+        channel = self._channel(rec)
+        if channel is None and rec.templates and rec.member:
+            self.unresolved[rec.uid] = rec  # a ComputeDomain may declare it later
+        else:
+            self.unresolved.pop(rec.uid, None)
+        if rec.holds:
+            node = rec.node
+        elif rec.gated or not rec.member:
+            node = ""
+        else:
+            node = node or self.view.promised.get(rec.uid, ("", 0))[0]
+        self._show(self.channels.put(rec.uid, node, channel or ""))
+
+    def forget(self, uid: str) -> None:
+        self.unresolved.pop(uid, None)
+        self._show(self.channels.put(uid, "", ""))
+
+    def reset(self) -> None:
+        """A pod relist: every pod is tracked anew."""
+        self.unresolved = {}
+        self._show(self.channels.reset())
+
+    def channel_free(self, rec: PodRecord, node: str) -> bool:
+        """No pod holds the node's channel, or the pod claims none."""
+        return not self.channels.holder(node) or self._channel(rec) is None
+
+    def refresh(self) -> None:
+        """Pods whose templates no ComputeDomain declared, tried again once the book changed."""
+        if self._resolved_at != self.book.version:
+            self._resolved_at = self.book.version
+            for rec in list(self.unresolved.values()):
+                self.track(rec)
+
+    def _channel(self, rec: PodRecord) -> str | None:
+        """The channel the pod claims: its group's own, or a ComputeDomain's template."""
+        if not rec.templates:
+            return None
+        if rec.group is not None and mode_of(_annotations(rec)) is not None:
+            own = template_name(rec.group.name)
+            if own in rec.templates:
+                return channel_id(rec.namespace, own)
+        d = self.book.declaring(rec.namespace, rec.templates)
+        return None if d is None else channel_id(rec.namespace, d.template)
+
+    def _show(self, nodes: Iterable[str]) -> None:
+        for n in nodes:
+            holder = self.channels.holder(n)
+            self.view.overlay(n, {NODE_LABEL: holder} if holder else {})
 
     def words(
         self, key: GroupKey, nodes: Sequence[str], where: Callable[[str], Sequence[str | None]]
@@ -149,7 +245,9 @@ class Imex:
         return text
 
     def sweep(self, groups: Mapping[GroupKey, object]) -> None:
-        """Delete our ComputeDomains whose group has no pod left (none runs under it any more)."""
+        """Our ComputeDomains whose group has no pod left (none runs under it any more): the
+        placer's finalizer off, deleted (the garbage collector may have deleted it already,
+        with the members' controller: the finalizer held it until now)."""
         if not self.synced or not self.book.served:
             return
         deleted = left = 0
@@ -158,7 +256,7 @@ class Imex:
                 continue
             self.needs.pop((d.namespace, str(d.group)), None)
             left += 1  # until the watch says it is gone (the driver's finalizer runs first)
-            if not d.deleting and self._delete(d):
+            if self._release(d) and not d.deleting and self._delete(d):
                 deleted += 1
         if self.metrics is not None:
             if deleted:
@@ -167,15 +265,34 @@ class Imex:
                 self.metrics.domains_left_over(left)
         self.left_over = left
 
+    def _release(self, d: Domain) -> bool:
+        """The placer's finalizer off (True when it is, or was never there)."""
+        if not d.held:
+            return True
+        assert self.api is not None  # noqa: S101 - served implies an API
+        try:
+            self.api.release_domain(d.namespace, d.name, d.uid, d.finalizers.index(FINALIZER))
+        except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
+            log.warning("computedomain finalizer not removed", extra={"domain": _name(d)})
+            return False
+        kept = tuple(f for f in d.finalizers if f != FINALIZER)
+        self.book.by_name[(d.namespace, d.name)] = replace(d, finalizers=kept)
+        return True
+
     def _delete(self, d: Domain) -> bool:
         assert self.api is not None  # noqa: S101 - served implies an API
         try:
             self.api.delete_domain(d.namespace, d.name, d.uid)
         except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
-            log.warning("computedomain not deleted", extra={"domain": f"{d.namespace}/{d.name}"})
+            log.warning("computedomain not deleted", extra={"domain": _name(d)})
             return False
-        self.book.by_name[(d.namespace, d.name)] = replace(d, deleting=True)
+        have = self.book.by_name.get((d.namespace, d.name), d)
+        self.book.by_name[(d.namespace, d.name)] = replace(have, deleting=True)
         return True
+
+
+def _name(d: Domain) -> str:
+    return f"{d.namespace}/{d.name}"
 
 
 def _annotations(rec: PodRecord) -> Mapping[str, Any]:

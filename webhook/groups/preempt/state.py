@@ -46,6 +46,8 @@ class PreemptMetrics(Protocol):
 
 
 Event = Callable[[Mapping[str, Any], str, str, str], None]  # (pod, reason, message, type)
+# The plan's placement patches as server dry runs (preempt/admission.py); raises Rejected.
+Admits = Callable[["Group", Plan], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +93,10 @@ class Preemptor:
         event: Event,
         clock: Callable[[], float],
         metrics: PreemptMetrics | None = None,
+        admits: Admits | None = None,
     ) -> None:
         self.evictor, self.event, self.clock, self.metrics = evictor, event, clock, metrics
+        self.admits = admits
         self.index = RunningIndex()
         self.budgets = Budgets()
         self.holds: dict[GangKey, Hold] = {}
@@ -233,13 +237,16 @@ class Preemptor:
 
     def _start(self, g: Group, plan: Plan) -> str:
         """Confirm the whole plan by dry runs, then evict; '' when a dry run (or the first real
-        eviction) was refused and nothing went: the domain is skipped for a while."""
+        eviction) was refused and nothing went: the domain is skipped for a while. A dry run
+        of the placement that admission refuses raises Rejected: nothing is evicted either."""
         assert self.evictor is not None  # noqa: S101 - only plans with an evictor start
         where = f"{plan.level} {plan.domain}"
         for v in plan.victims:
             outcome, message = self.evictor.evict_pod(v.namespace, v.name, dry_run=True)
             if outcome == "blocked":
                 return self._refused(g, plan, f"{v.namespace}/{v.name}: {message}")
+        if self.admits is not None:
+            self.admits(g, plan)  # the group's own patches, before the first real eviction
         text = (
             f"group {g.key[1]} (priority {g.priority}) preempts {len(plan.victims)} pods "
             f"({plan.gpus} GPUs, priority <= {plan.cost[1]}) in {where}: {describe(plan)}"

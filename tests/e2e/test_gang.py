@@ -1,0 +1,180 @@
+"""Native gangs as installed (issue 37), on the real control plane with the webhook running as its
+ServiceAccount: with GenericWorkload and GangScheduling on, a group's members name PodGroup
+gpufabric-<group>, which the placer makes (in the version the API server serves) before it lifts
+the gate, and kube-scheduler binds them all together; with them off, the same group binds without
+one. Members admitted before PodGroups were known served (they name none, and never will) still
+all bind; a PodGroup of the group's name being deleted, held while pods name it, does not keep
+the next Job of that name waiting."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import jsonpatch
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.env import Env
+from tests.e2e.fleet import Fleet
+from tests.e2e.pods import create, group_annotations, pod, wait_bound
+from tests.e2e.waits import wait_until
+from webhook.groups.admit import admit_group
+
+PODGROUPS = ("scheduling.k8s.io", "v1alpha2", "podgroups")  # what Kubernetes 1.36 serves
+MANAGED = {"app.kubernetes.io/managed-by": "gpufabric-placer"}
+
+
+@pytest.fixture(autouse=True)
+def podgroups_released(cluster_env: Env, ns: str) -> Iterator[None]:
+    """After the test, before its namespace goes: what kube-controller-manager's
+    podgroup-protection-controller does (not among up.sh's controllers), so the namespace can
+    end: once no pod is left, the PodGroups' scheduling.k8s.io/podgroup-protection finalizer
+    is removed."""
+    yield
+    core = cluster_env.core
+    # Jobs first, or their controller makes the pods again (naming the PodGroup again)
+    client.BatchV1Api(cluster_env.admin).delete_collection_namespaced_job(
+        ns, propagation_policy="Background"
+    )
+    core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    wait_until(lambda: not core.list_namespaced_pod(ns).items, 30, f"no pod left in {ns}")
+    group, version, plural = PODGROUPS
+    custom = client.CustomObjectsApi(cluster_env.admin)
+    try:
+        listed = custom.list_namespaced_custom_object(group, version, ns, plural)["items"]
+    except ApiException as err:
+        if err.status != 404:  # none served (GenericWorkload off): nothing to release
+            raise
+        return
+    for pg in listed:
+        patch = {"metadata": {"finalizers": None}}
+        custom.patch_namespaced_custom_object(
+            group, version, ns, plural, pg["metadata"]["name"], patch
+        )
+
+
+def podgroup(env: Env, ns: str, name: str) -> dict[str, Any] | None:
+    group, version, plural = PODGROUPS
+    custom = client.CustomObjectsApi(env.admin)
+    try:
+        found: dict[str, Any] = custom.get_namespaced_custom_object(
+            group, version, ns, plural, name
+        )
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+    return found
+
+
+def named(pods: list[Any]) -> list[str]:
+    """The PodGroup each pod names ("" for none), in pod order."""
+    return [
+        (p.spec.scheduling_group.pod_group_name if p.spec.scheduling_group else "") for p in pods
+    ]
+
+
+def members(
+    group: str, size: int, first: int = 0, count: int | None = None
+) -> list[dict[str, Any]]:
+    annotations = group_annotations(group, size, group_level="leaf")
+    return [pod(f"{group}-{i}", 8, annotations) for i in range(first, first + (count or size))]
+
+
+@pytest.mark.parametrize("cluster_env", ["gang", "plain"], indirect=True)
+def test_a_group_binds_whole_with_and_without_native_gangs(
+    cluster_env: Env, ns: str, fleet: Fleet, request: pytest.FixtureRequest
+) -> None:
+    gang = request.node.callspec.params["cluster_env"] == "gang"
+    layout = fleet.hgx_leaves(leaves=2, per_leaf=2)
+    create(cluster_env.core, ns, members("g", 2))
+    bound = wait_bound(cluster_env.core, ns, 2)
+    assert {p.spec.node_name for p in bound} in ({*nodes} for nodes in layout.values())
+    made = podgroup(cluster_env, ns, "gpufabric-g") if gang else None
+    if gang:
+        assert named(bound) == ["gpufabric-g"] * 2
+        assert made is not None and made["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+        assert made["metadata"]["labels"].items() >= MANAGED.items()
+    else:
+        assert named(bound) == ["", ""]  # none served: nothing named, nothing waits for one
+
+
+@pytest.mark.parametrize("cluster_env", ["gang"], indirect=True)
+def test_members_admitted_before_podgroups_were_known_served_all_bind(
+    cluster_env: Env, ns: str, fleet: Fleet
+) -> None:
+    """Two members as the webhook admitted them while it did not know PodGroups were served
+    (gated and labelled, naming none; created past the webhook here), two admitted since
+    (naming gpufabric-g). kube-scheduler waits for minCount pods that name the group: a gang of
+    4 would never enter its queue."""
+    fleet.hgx_leaves(leaves=1, per_leaf=4)
+    core = cluster_env.core
+    early = [
+        jsonpatch.apply_patch(p, admit_group(p, "CREATE", native_gang=False).ops)
+        for p in members("g", 4, count=2)
+    ]
+    core.patch_namespace(ns, {"metadata": {"labels": {"gpufabric.io/system": "e2e"}}})
+    try:  # the webhook's namespaceSelector skips the install namespace's label
+        create(core, ns, [copy.deepcopy(p) for p in early])
+    finally:
+        core.patch_namespace(ns, {"metadata": {"labels": {"gpufabric.io/system": None}}})
+    create(core, ns, members("g", 4, first=2, count=2))
+    bound = sorted(wait_bound(core, ns, 4, timeout=50), key=lambda p: p.metadata.name)
+    assert named(bound) == ["", "", "gpufabric-g", "gpufabric-g"]
+    made = podgroup(cluster_env, ns, "gpufabric-g")
+    assert made is not None and made["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2
+
+
+@pytest.mark.parametrize("cluster_env", ["gang"], indirect=True)
+def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
+    cluster_env: Env, ns: str, fleet: Fleet
+) -> None:
+    """PodGroup gpufabric-train left from an earlier group of that name: the placer deletes it
+    (no pod of the group left), and the podgroup-protection finalizer the API server gave it
+    holds it while any pod names it. A Job of the same name made meanwhile names it too, so it
+    stays for as long as the Job runs: waiting for it to go would wait for good, and
+    kube-scheduler binds by it all the same."""
+    fleet.hgx_leaves(leaves=1, per_leaf=2)
+    group, version, plural = PODGROUPS
+    custom = client.CustomObjectsApi(cluster_env.admin)
+    stale = {
+        "apiVersion": f"{group}/{version}",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "gpufabric-train",
+            "labels": {"gpufabric.io/group": "train", **MANAGED},
+        },
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    old: Any = custom.create_namespaced_custom_object(group, version, ns, plural, stale)
+    assert "scheduling.k8s.io/podgroup-protection" in old["metadata"]["finalizers"]
+    wait_until(
+        lambda: (
+            (podgroup(cluster_env, ns, "gpufabric-train") or {})
+            .get("metadata", {})
+            .get("deletionTimestamp")
+        ),
+        30,
+        "the placer's sweep deleting PodGroup gpufabric-train",
+    )
+    template = pod("train", 8, group_annotations("train", 2, group_level="leaf"))
+    template["spec"]["restartPolicy"] = "Never"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train"},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "completionMode": "Indexed",
+            "template": {"metadata": template["metadata"], "spec": template["spec"]},
+        },
+    }
+    client.BatchV1Api(cluster_env.admin).create_namespaced_job(ns, job)
+    bound = wait_bound(cluster_env.core, ns, 2, timeout=50)
+    assert named(bound) == ["gpufabric-train"] * 2
+    held: Any = podgroup(cluster_env, ns, "gpufabric-train")
+    assert held["metadata"]["uid"] == old["metadata"]["uid"]  # the one held, still there
