@@ -30,14 +30,6 @@ GANG_API_ARGS = (
     "--runtime-config=scheduling.k8s.io/v1alpha2=true",
 )
 GANG_SCHED_ARGS = ("--feature-gates=GenericWorkload=true,GangScheduling=true",)
-GANG_CM_ARGS = GANG_SCHED_ARGS
-# PodGroups carry the finalizer scheduling.k8s.io/podgroup-protection: without the controller that
-# lifts it (not among up.sh's defaults) a deleted PodGroup, and its namespace, stay (issue 38).
-GANG_CM_CONTROLLERS = (
-    "job-controller,garbage-collector-controller,namespace-controller,"
-    "serviceaccount-token-controller,disruption-controller,resourceclaim-controller,"
-    "podgroup-protection-controller"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +173,6 @@ def start(
     api_args: tuple[str, ...] = (),
     sched_args: tuple[str, ...] = (),
     cm_args: tuple[str, ...] = (),
-    controllers: str = "",
     prefix: str | None = None,
 ) -> Cluster:
     """A control plane of its own (free ports; state under /tmp/<prefix>*, by default named after
@@ -198,8 +189,6 @@ def start(
         "K8S_SCHED_ARGS": " ".join(sched_args),
         "K8S_CM_ARGS": " ".join(cm_args),
     }
-    if controllers:  # else up.sh's own list
-        env["K8S_CM_CONTROLLERS"] = controllers
     out = subprocess.run(
         ["bash", str(tools / "up.sh"), str(state)],
         env=env,

@@ -92,11 +92,7 @@ def bring_up(tools: Path, workdir: Path, *, gang: bool = False) -> Env:
     as its ServiceAccount, the kubelet stand-in. tear_down() undoes all of it."""
     api_args = k8s.GANG_API_ARGS if gang else ()
     sched_args = k8s.GANG_SCHED_ARGS if gang else ()
-    cm_args = k8s.GANG_CM_ARGS if gang else ()
-    controllers = k8s.GANG_CM_CONTROLLERS if gang else ""
-    cluster = k8s.start(
-        tools, api_args=api_args, sched_args=sched_args, cm_args=cm_args, controllers=controllers
-    )
+    cluster = k8s.start(tools, api_args=api_args, sched_args=sched_args)
     kubelet: KubeletStandIn | None = None
     try:
         serving = install.serving_certs(workdir)
