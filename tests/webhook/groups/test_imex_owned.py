@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.nvl72 import racks_under_leaves
+from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import JOB, FakeDomains, arrive, imex_setup, member
 from webhook.groups.imex.domains import compute_domain
@@ -116,3 +116,18 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
     assert again["metadata"]["ownerReferences"] == references(AGAIN)
     assert verbs(domains)[-1] == "create"
     assert {p[0] for p in api.patches[-2:]} == {"w-02", "w-03"}  # the new members ungated
+
+
+def test_explain_counts_the_channels_bound_members_hold_before_the_driver_labels_them() -> None:
+    from webhook.groups.explain import group_section
+
+    nodes = racks_under_leaves(1)  # one NVLink domain of 18 trays
+    bound = []
+    for t in range(8):  # another group's members hold 8 trays' channels; no label written yet
+        pod = member(10 + t, 8, group="other", node_name=tray_name(0, t), phase="Running")
+        pod["spec"].pop("schedulingGates", None)
+        bound.append(pod)
+    lines = group_section(member(0, 12), nodes, bound)
+    assert lines[3] == "  NVLink domains that hold it one member a node now: 0 of 1"
+    lines = group_section(member(0, 10), nodes, bound)  # the 10 trays left hold 10
+    assert lines[3] == f"  NVLink domains that hold it one member a node now: 1 of 1 ({domain(0)})"
