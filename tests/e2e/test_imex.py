@@ -226,3 +226,38 @@ def test_a_driver_that_requires_num_nodes_gets_the_groups_node_count(
         assert cd is not None and cd["spec"].get("numNodes") == 3, cd
     finally:
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(lab.CRD_NOW))
+
+
+def test_a_compute_domain_lost_while_its_group_runs_is_made_again(
+    imex_env: lab.Imex, layout: dict[str, list[str]], ns: str
+) -> None:
+    env, api = imex_env.env, imex_env.env.cluster.client()
+    pods.create(env.core, ns, members("lost", 2))
+    bound_nodes(env, ns, "lost", 2)
+    first = lab.compute_domain(api, ns, "lost")
+    assert first is not None
+    uid = first["metadata"]["uid"]
+    # deleted by hand with the placer's finalizer taken off: NVIDIA's controller removes its own
+    # once it has cleaned up, and the ComputeDomain is gone while its members run
+    at = f"/metadata/finalizers/{first['metadata']['finalizers'].index(FINALIZER)}"
+    objects = client.CustomObjectsApi(api)
+    ops = [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": at, "value": FINALIZER},
+        {"op": "remove", "path": at},
+    ]
+    kind = (*lab.CD[:2], ns, lab.CD[2], "lost")
+    objects.patch_namespaced_custom_object(*kind, ops, _content_type="application/json-patch+json")
+    started = time.monotonic()
+    objects.delete_namespaced_custom_object(*kind)
+
+    def made_again() -> dict[str, Any] | None:
+        cd = lab.compute_domain(api, ns, "lost")
+        return cd if cd is not None and cd["metadata"]["uid"] != uid else None
+
+    again = wait_until(made_again, 15, "the lost ComputeDomain made again")
+    took = time.monotonic() - started
+    assert FINALIZER in again["metadata"]["finalizers"]
+    assert again["spec"]["channel"] == first["spec"]["channel"]
+    assert not again["metadata"].get("deletionTimestamp")
+    print(f"\nlost ComputeDomain made again {took:.2f} s after its delete")

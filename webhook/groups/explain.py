@@ -43,7 +43,7 @@ def group_section(
     selector = selector_of(spec)
     members = tuple(Member(f"member-{i}", gpus, selector) for i in range(group.size))
     request = Request(group.name, members, group.locality, group.level)
-    imex = domain_lines(pod, view, request)  # IMEX channel: the placer's request, its words
+    imex = domain_lines(pod, view, request, pods)  # IMEX channel: the placer's request, words
     if imex is not None:
         request, members = imex[0], imex[0].members
     level = chosen_level(view, request)

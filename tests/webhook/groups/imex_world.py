@@ -123,6 +123,25 @@ class FakeDomains:
                 del self.objects[(namespace, name)]
             self.log.append(("delete", name, len(self.pods.patches)))
 
+    def patch_domain(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch of metadata (owned.adoption): metadata.uid a precondition (409)."""
+        have = self.objects.get((namespace, name))
+        meta = patch.get("metadata") or {}
+        if have is None or have["metadata"]["uid"] != meta.get("uid"):
+            what = f"adoption of ComputeDomain {namespace}/{name}"
+            raise Rejected("computedomains/patch", what, 409, "Precondition failed: UID")
+        for k, v in meta.items():
+            if v is None:
+                have["metadata"].pop(k, None)
+            else:
+                have["metadata"][k] = copy.deepcopy(v)
+        self.serial += 1
+        have["metadata"]["resourceVersion"] = str(self.serial)
+        self.log.append(("patch", name, len(self.pods.patches)))
+        return copy.deepcopy(have)
+
     def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
         have = self.objects.get((namespace, name))
         if have is None or have["metadata"]["uid"] != uid:

@@ -17,6 +17,7 @@ from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.kube import KubeDomainApi
 from webhook.groups.imex.names import FINALIZER, NODE_LABEL, TEMPLATE_TARGET
 from webhook.groups.imex.templates import Templates
+from webhook.groups.owned import adoption
 from webhook.groups.refusals import Rejected
 
 
@@ -141,3 +142,37 @@ def test_templates_count_only_the_controllers_for_that_compute_domain() -> None:
     assert book.of == {}
     book.set_served(False)  # resource.k8s.io/v1 not served: nothing to wait for
     assert book.ready("team-a", "moe-imex-channel", "")
+
+
+class MergePatches:
+    """patch_namespaced_custom_object as kube-apiserver answers a merge patch that names
+    metadata.uid: 409 Conflict where the object of the name is another one now."""
+
+    def __init__(self, uid: str) -> None:
+        self.uid, self.sent = uid, list[tuple[Any, str]]()
+
+    def patch_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, name: str, body: Any, **kw: Any
+    ) -> Any:
+        self.sent.append((body, kw["_content_type"]))
+        if body["metadata"]["uid"] != self.uid:
+            status = {"kind": "Status", "code": 409, "reason": "Conflict", "message": "uid"}
+            err = ApiException(status=409, reason="Conflict")
+            err.body = json.dumps(status)
+            raise err
+        return {"metadata": {"name": name, **body["metadata"]}}
+
+
+def test_an_adoption_is_a_merge_patch_of_that_object_only() -> None:
+    kube = KubeDomainApi(client.ApiClient())
+    server = MergePatches("uid-1")
+    kube.objects = server  # type: ignore[assignment]
+    job = ("batch/v1", "Job", "train", "uid-job")
+    patched = kube.patch_domain("team-a", "moe", adoption("uid-1", job))
+    assert patched["metadata"]["ownerReferences"][0]["uid"] == "uid-job"
+    assert server.sent[0][1] == "application/merge-patch+json"
+    with pytest.raises(Rejected) as refused:  # made again since: asked again later
+        kube.patch_domain("team-a", "moe", adoption("uid-0", job))
+    err = refused.value
+    assert (err.write, err.code) == ("computedomains/patch", 409)
+    assert err.what == "adoption of ComputeDomain team-a/moe"

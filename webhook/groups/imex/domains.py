@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.imex.names import CD_GROUP, CD_KIND, CD_VERSION, FINALIZER, template_name
-from webhook.groups.owned import Owner, our_group, owned_meta
+from webhook.groups.owned import Found, Owner, found_of, owned_meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,11 @@ class Domain:
     group: str | None  # the group it serves, when the placer made it
     deleting: bool = False
     finalizers: tuple[str, ...] = ()
+    owner_uid: str = ""  # the controller it names (owned.py: adopted only by that UID)
+
+    @property
+    def found(self) -> Found:
+        return Found(self.uid, self.group, self.owner_uid, self.deleting)
 
     @property
     def held(self) -> bool:
@@ -33,14 +38,16 @@ class Domain:
 def domain_of(obj: Mapping[str, Any]) -> Domain:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     template = ((spec.get("channel") or {}).get("resourceClaimTemplate") or {}).get("name")
+    found = found_of(meta)
     return Domain(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
+        uid=found.uid,
         template=str(template or ""),
-        group=our_group(meta),
-        deleting=bool(meta.get("deletionTimestamp")),
+        group=found.group,
+        deleting=found.deleting,
         finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
+        owner_uid=found.owner_uid,
     )
 
 

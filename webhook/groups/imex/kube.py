@@ -39,7 +39,8 @@ def domain_list_watch(
 
 
 class KubeDomainApi:
-    """create/patch/delete for the placer (RBAC: computedomains create, patch, delete)."""
+    """create/patch/delete for the placer (RBAC: computedomains create, patch, delete): made,
+    adopted (owned.py), released and deleted."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.objects = client.CustomObjectsApi(api_client)
@@ -79,6 +80,31 @@ class KubeDomainApi:
             _request_timeout=_WRITE_TIMEOUT,
         )
         return dict(made)
+
+    def patch_domain(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (owned.adoption: metadata.uid in it, so only that object: 409
+        otherwise); the object as patched."""
+        try:
+            patched: Any = self.objects.patch_namespaced_custom_object(
+                CD_GROUP,
+                CD_VERSION,
+                namespace,
+                CD_PLURAL,
+                name,
+                dict(patch),
+                field_manager=PLACER_FIELD_MANAGER,
+                _content_type="application/merge-patch+json",
+                _request_timeout=_WRITE_TIMEOUT,
+            )
+        except ApiException as err:
+            if err.status is not None and 400 <= err.status < 500:  # told, tried again later
+                what = f"adoption of ComputeDomain {namespace}/{name}"
+                words = status_words(err.status, err.body)
+                raise Rejected("computedomains/patch", what, err.status, words) from err
+            raise
+        return dict(patched)
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         kind = (CD_GROUP, CD_VERSION, CD_PLURAL)

@@ -7,6 +7,13 @@ template too), `words` for GroupPlaced, `track`/`forget` as pods come, bind and 
 channels are taken, before the driver labels them) and `sweep` on each reconcile. Deletion is
 read from listed state (the group's pods and the ComputeDomains labelled as ours), so a restarted
 placer deletes what its predecessor left and never one whose group still has a pod.
+
+The ComputeDomain follows the lifecycle of the placer's owned objects (owned.py), as the
+PodGroup does: one of the group's name is the group's only while it is ours and names the
+members' controller by UID; one of an earlier controller is adopted; one the group's placed
+members still claim is made again when it is lost; one being deleted while none of the group
+holds its channel (the members' controller was made again) is let go (the placer's finalizer
+off), and made anew once gone.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from webhook.groups.imex.names import (
 from webhook.groups.imex.nodes import excluding
 from webhook.groups.imex.templates import Templates
 from webhook.groups.names import NVLINK_LEVEL, choice
+from webhook.groups.owned import Owner, adoption, shared_owner, verdict, waiting_words
 from webhook.groups.records import PodRecord
 
 log = logging.getLogger(__name__)
@@ -45,6 +53,11 @@ class DomainApi(Protocol):
     ) -> Mapping[str, Any]:
         """The created object (with numNodes = `nodes` where the served CRD requires the field);
         raises refusals.Rejected when the API server refuses it."""
+
+    def patch_domain(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (metadata.uid in it: only that object); the object as patched."""
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         """Delete it if it is still that object (a precondition on the UID); gone is fine."""
@@ -87,6 +100,7 @@ class Imex:
         self.needs: dict[GroupKey, Need] = {}
         self.left_over = 0  # our ComputeDomains whose group is gone, not deleted yet
         self.channels = Channels()  # which node's channel which pod holds or was promised
+        self.holding: dict[str, PodRecord] = {}  # the pods in `channels`, whose groups need one
         self.unresolved: dict[str, PodRecord] = {}  # pods claiming templates no CD declares yet
         self._resolved_at = -1  # the book's version the unresolved pods were last tried with
         self.view = CapacityView()  # the placer's, whose node labels the channels go into
@@ -122,14 +136,10 @@ class Imex:
         if not self.book.served:
             return f"compute-domain {need.mode}: this cluster does not serve {CD_CRD}"
         have = self.book.by_name.get((key[0], need.name))
-        if not need.user and have is not None:
-            if have.group != key[1] or have.template != need.template:
-                return (
-                    f"ComputeDomain {need.name} exists in {key[0]} and is not this group's "
-                    f"(it declares template {have.template or 'none'}); rename one of them"
-                )
-            if have.deleting:
-                return f"ComputeDomain {need.name} is being deleted; it is made again after"
+        if not need.user:
+            why = self._judged(key, need, have, recs)
+            if why:
+                return why
         self.needs[key] = need
         uid = have.uid if have is not None else ""
         own = channel_id(key[0], need.template)
@@ -152,17 +162,11 @@ class Imex:
         if need is None:
             return ""
         have = self.book.by_name.get((key[0], need.name))
-        if have is None and not need.user:
-            owners = {r.owner for r in recs}
-            owner = owners.pop() if len(owners) == 1 else None  # only a controller all share
-            assert self.api is not None  # noqa: S101 - served implies an API
-            body = compute_domain(key[0], key[1], owner)
-            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
-            made = self.api.create_domain(key[0], body, size)  # one member a node
-            self.book.event("ADDED", made)
-            have = domain_of(made)
-            if self.metrics is not None:
-                self.metrics.domain_made(1, 0)
+        if not need.user:
+            why = self._judged(key, need, have, recs)
+            if why:
+                return why
+            have = self._own(key, have, recs)
         if have is None or self.templates.ready(key[0], need.template, have.uid):
             return ""
         if self.templates.served is None:
@@ -172,6 +176,38 @@ class Imex:
             f"ResourceClaimTemplate {need.template} for ComputeDomain {need.name} (members are "
             "ungated once it exists)"
         )
+
+    def _judged(
+        self, key: GroupKey, need: Need, have: Domain | None, recs: Sequence[PodRecord]
+    ) -> str:
+        """Why the group cannot have the ComputeDomain of its name (owned.py verdict), '' when
+        it can: there is none, or it is the group's, or it is to be adopted."""
+        v = verdict(None if have is None else have.found, key[1], _owner(recs))
+        if have is not None and v != "foreign" and have.template != need.template:
+            v = "foreign"  # ours by its labels, yet not declaring the template the members claim
+        if v in ("foreign", "deleting"):
+            return waiting_words(v, "ComputeDomain", need.name, key[0])
+        return ""
+
+    def _own(self, key: GroupKey, have: Domain | None, recs: Sequence[PodRecord]) -> Domain:
+        """The group's ComputeDomain: made (`have` None), adopted (an earlier controller's:
+        its ownerReference set to the members' controller, so that the earlier one's deletion
+        cannot take it away) or kept; `_judged` said it may be. Raises refusals.Rejected."""
+        assert self.api is not None  # noqa: S101 - served implies an API
+        owner = _owner(recs)
+        if have is None:
+            body = compute_domain(key[0], key[1], owner)
+            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
+            made = self.api.create_domain(key[0], body, size)  # one member a node
+            self.book.event("ADDED", made)
+            if self.metrics is not None:
+                self.metrics.domain_made(1, 0)
+            return domain_of(made)
+        if verdict(have.found, key[1], owner) != "earlier":
+            return have
+        patched = self.api.patch_domain(key[0], have.name, adoption(have.uid, owner))
+        self.book.event("MODIFIED", patched)
+        return domain_of(patched)
 
     # -- channels: which nodes' channel is taken (imex/channels.py) ----------------------------
     def track(self, rec: PodRecord, node: str = "") -> None:
@@ -190,14 +226,19 @@ class Imex:
         else:
             node = node or self.view.promised.get(rec.uid, ("", 0))[0]
         self._show(self.channels.put(rec.uid, node, channel or ""))
+        if rec.uid in self.channels.of:
+            self.holding[rec.uid] = rec
+        else:
+            self.holding.pop(rec.uid, None)
 
     def forget(self, uid: str) -> None:
         self.unresolved.pop(uid, None)
+        self.holding.pop(uid, None)
         self._show(self.channels.put(uid, "", ""))
 
     def reset(self) -> None:
         """A pod relist: every pod is tracked anew."""
-        self.unresolved = {}
+        self.unresolved, self.holding = {}, {}
         self._show(self.channels.reset())
 
     def channel_free(self, rec: PodRecord, node: str) -> bool:
@@ -250,9 +291,13 @@ class Imex:
         with the members' controller: the finalizer held it until now)."""
         if not self.synced or not self.book.served:
             return
+        self._remake(groups)
         deleted = left = 0
+        held = {ch for _, ch in self.channels.of.values()}
         for d in self.book.ours():
             if (d.namespace, str(d.group)) in groups:
+                if d.deleting and channel_id(d.namespace, d.template) not in held:
+                    self._release(d)  # none of the group uses it: let go, made anew after
                 continue
             self.needs.pop((d.namespace, str(d.group)), None)
             left += 1  # until the watch says it is gone (the driver's finalizer runs first)
@@ -264,6 +309,25 @@ class Imex:
             if left != self.left_over:
                 self.metrics.domains_left_over(left)
         self.left_over = left
+
+    def _remake(self, groups: Mapping[GroupKey, object]) -> None:
+        """The ComputeDomain of a live group whose placed members claim its channel, made again
+        where it is lost (deleted by hand, or its finalizer taken off): the members' claims
+        not made yet, and the members their controller makes again, need its template."""
+        placed: dict[GroupKey, list[PodRecord]] = {}
+        for rec in self.holding.values():
+            if rec.group is not None and rec.member:
+                placed.setdefault((rec.namespace, rec.group.name), []).append(rec)
+        for key, recs in placed.items():
+            if key not in groups or (key[0], key[1]) in self.book.by_name:
+                continue
+            need = self.need(key, recs)
+            if need is None or need.user or need.name != key[1]:
+                continue
+            try:
+                self._own(key, None, recs)
+            except Exception:  # noqa: BLE001 - asked again at the next reconcile
+                log.warning("computedomain not made again", extra={"domain": f"{key[0]}/{key[1]}"})
 
     def _release(self, d: Domain) -> bool:
         """The placer's finalizer off (True when it is, or was never there)."""
@@ -289,6 +353,11 @@ class Imex:
         have = self.book.by_name.get((d.namespace, d.name), d)
         self.book.by_name[(d.namespace, d.name)] = replace(have, deleting=True)
         return True
+
+
+def _owner(recs: Sequence[PodRecord]) -> Owner | None:
+    """The members' shared controller (None for bare pods, or members of several)."""
+    return shared_owner(r.owner for r in recs)
 
 
 def _name(d: Domain) -> str:
