@@ -21,7 +21,7 @@ from webhook.groups.names import Level
 from webhook.groups.preempt.budgets import Budgets
 from webhook.groups.preempt.index import GangKey, RunningIndex
 from webhook.groups.preempt.victims import Choice, Plan, choose, closest, describe
-from webhook.groups.preempt.words import blocked_words, held_words
+from webhook.groups.preempt.words import Hold, blocked_words, held_words
 
 log = logging.getLogger(__name__)
 BOUND = 30.0  # seconds past the victims' longest grace period before they are called stalled
@@ -48,14 +48,6 @@ class PreemptMetrics(Protocol):
 Event = Callable[[Mapping[str, Any], str, str, str], None]  # (pod, reason, message, type)
 # The plan's placement patches as server dry runs (preempt/admission.py); raises Rejected.
 Admits = Callable[["Group", Plan], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Hold:
-    priority: int
-    level: Level
-    domain: str
-    preempting: bool  # victims were evicted for it: groups of equal priority stay out too
 
 
 @dataclass(frozen=True, slots=True)

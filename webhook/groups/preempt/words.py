@@ -4,16 +4,26 @@ domains it would free, and the domains held for other groups. Pure."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from webhook.groups.names import Level
 from webhook.groups.preempt.budgets import Use
+from webhook.groups.preempt.index import GangKey
 from webhook.groups.preempt.victims import Choice
 
-if TYPE_CHECKING:
-    from webhook.groups.preempt.index import GangKey
-    from webhook.groups.preempt.state import Hold
-
 SHOWN = 4  # budgets or domains named in one message; the rest are counted
+
+
+# Here rather than in state.py, which keeps them: the words describe holds, and state.py imports
+# the words, so the record lives below both.
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A domain held for a waiting group (preempt/state.py keeps them)."""
+
+    priority: int
+    level: Level
+    domain: str
+    preempting: bool  # victims were evicted for it: groups of equal priority stay out too
 
 
 def _names(items: Sequence[str]) -> str:
