@@ -30,16 +30,13 @@ from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
+from webhook.groups.timeouts import TIMEOUT, WRITE_TIMEOUT
 from webhook.groups.writes import Call, NotWritten
 from webhook.kube.client import pages, watch_events
 from webhook.kube.status import status_words
 from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
 log = logging.getLogger(__name__)
-_TIMEOUT = 10
-# A demoted leader has lease - renew deadline = 5 s to stop its work (webhook/leader): a write in
-# flight and the wait for the next message must both fit in that, so neither can outlast a stop.
-_WRITE_TIMEOUT = 2
 _POLL = 0.5
 _WRITERS = 16  # a reconcile's patches in flight at once (a burst's 128 members: 8 round trips)
 _TELLERS = 2  # Events posted at once
@@ -71,7 +68,7 @@ def core_list_watch(
             _continue=token,
             field_selector=field_selector or None,
             _preload_content=False,
-            _request_timeout=_TIMEOUT * 3,
+            _request_timeout=TIMEOUT * 3,
         )
 
     def lister() -> Iterator[Page]:
@@ -125,7 +122,7 @@ class KubePlacerApi:
                 field_manager=PLACER_FIELD_MANAGER,
                 dry_run="All" if dry_run else None,
                 _content_type="application/json-patch+json",
-                _request_timeout=_WRITE_TIMEOUT,
+                _request_timeout=WRITE_TIMEOUT,
                 _preload_content=False,  # the answer is not read: the watch brings the pod
             )
         except ApiException as err:
@@ -160,7 +157,7 @@ class KubePlacerApi:
             body["deleteOptions"] = options
         try:
             self.core.create_namespaced_pod_eviction(
-                name, namespace, body, _request_timeout=_WRITE_TIMEOUT
+                name, namespace, body, _request_timeout=WRITE_TIMEOUT
             )
         except ApiException as err:
             if err.status == 409 and uid:
@@ -195,7 +192,7 @@ class KubePlacerApi:
         }
         try:
             self.core.create_namespaced_event(
-                meta["namespace"], body, _request_timeout=_WRITE_TIMEOUT, _preload_content=False
+                meta["namespace"], body, _request_timeout=WRITE_TIMEOUT, _preload_content=False
             )
         except ApiException as err:  # an Event is best effort; the decision stands
             log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
@@ -221,7 +218,7 @@ def budget_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
 
     def fetch(token: str | None) -> Any:
         return method(
-            limit=500, _continue=token, _preload_content=False, _request_timeout=_TIMEOUT * 3
+            limit=500, _continue=token, _preload_content=False, _request_timeout=TIMEOUT * 3
         )
 
     def lister() -> Iterator[Page]:

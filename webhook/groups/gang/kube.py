@@ -21,13 +21,10 @@ from webhook.groups.gang.names import PG_GROUP, PG_PLURAL, PG_VERSIONS
 from webhook.groups.gang.podgroups import Book
 from webhook.groups.owned import OURS
 from webhook.groups.refusals import Rejected
+from webhook.groups.timeouts import RECHECK, TIMEOUT, WRITE_TIMEOUT
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.status import status_words
 from webhook.kube.watch import Gathered, Lister, ListWatch, Page, Watcher
-
-_TIMEOUT = 10
-_WRITE_TIMEOUT = 2  # as the placer's other writes (groups/kube.py): a demoted leader stops fast
-RECHECK = 60.0  # seconds between two questions whether the kind is served, while it is not
 
 
 class KubeGangApi:
@@ -46,13 +43,13 @@ class KubeGangApi:
         version = str(body["apiVersion"]).rpartition("/")[2]
         try:
             made: Any = self.objects.create_namespaced_custom_object(
-                PG_GROUP, version, namespace, PG_PLURAL, dict(body), _request_timeout=_TIMEOUT
+                PG_GROUP, version, namespace, PG_PLURAL, dict(body), _request_timeout=TIMEOUT
             )
         except ApiException as err:
             name = str((body.get("metadata") or {}).get("name", ""))
             if err.status == 409:  # AlreadyExists: read back, whosever it is
                 made = self.objects.get_namespaced_custom_object(
-                    PG_GROUP, version, namespace, PG_PLURAL, name, _request_timeout=_TIMEOUT
+                    PG_GROUP, version, namespace, PG_PLURAL, name, _request_timeout=TIMEOUT
                 )
                 return dict(made)
             if not _refusal(err):
@@ -72,7 +69,7 @@ class KubeGangApi:
                 name,
                 dict(patch),
                 _content_type="application/merge-patch+json",
-                _request_timeout=_WRITE_TIMEOUT,
+                _request_timeout=WRITE_TIMEOUT,
             )
         except ApiException as err:  # 409: no longer that object (metadata.uid precondition)
             if not _refusal(err):
@@ -82,7 +79,7 @@ class KubeGangApi:
 
     def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
         kind = (PG_GROUP, version, PG_PLURAL)
-        delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)
+        delete_custom_object(self.objects, kind, namespace, name, uid, WRITE_TIMEOUT)
 
 
 def _refusal(err: ApiException) -> bool:

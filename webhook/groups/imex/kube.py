@@ -21,13 +21,10 @@ from webhook.groups.imex.names import (
 from webhook.groups.imex.templates import Templates
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.refusals import Rejected
+from webhook.groups.timeouts import RECHECK, WRITE_TIMEOUT
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.status import status_words
 from webhook.kube.watch import Gathered, Lister, ListWatch, Watcher
-
-_TIMEOUT = 10
-_WRITE_TIMEOUT = 2  # as the placer's pod writes: a demoted leader stops within its lease
-RECHECK = 60.0  # seconds between two questions whether the kind is served, while it is not
 
 
 def domain_list_watch(
@@ -77,7 +74,7 @@ class KubeDomainApi:
             CD_PLURAL,
             sent,
             field_manager=PLACER_FIELD_MANAGER,
-            _request_timeout=_WRITE_TIMEOUT,
+            _request_timeout=WRITE_TIMEOUT,
         )
         return dict(made)
 
@@ -96,7 +93,7 @@ class KubeDomainApi:
                 dict(patch),
                 field_manager=PLACER_FIELD_MANAGER,
                 _content_type="application/merge-patch+json",
-                _request_timeout=_WRITE_TIMEOUT,
+                _request_timeout=WRITE_TIMEOUT,
             )
         except ApiException as err:
             if err.status is not None and 400 <= err.status < 500:  # told, tried again later
@@ -108,7 +105,7 @@ class KubeDomainApi:
 
     def delete_domain(self, namespace: str, name: str, uid: str) -> None:
         kind = (CD_GROUP, CD_VERSION, CD_PLURAL)
-        delete_custom_object(self.objects, kind, namespace, name, uid, _WRITE_TIMEOUT)
+        delete_custom_object(self.objects, kind, namespace, name, uid, WRITE_TIMEOUT)
 
     def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
         """A JSON patch that removes finalizers[index] only if it is still the placer's on the
@@ -130,7 +127,7 @@ class KubeDomainApi:
                 ops,
                 field_manager=PLACER_FIELD_MANAGER,
                 _content_type="application/json-patch+json",
-                _request_timeout=_WRITE_TIMEOUT,
+                _request_timeout=WRITE_TIMEOUT,
             )
         except ApiException as err:
             if err.status == 404:
