@@ -15,6 +15,8 @@ GROUP_ANNOTATIONS: Final = (ANN_GROUP, ANN_SIZE, ANN_LOCALITY, ANN_LEVEL, ANN_PL
 GATE: Final = "gpufabric.io/group"
 LABEL_GROUP: Final = "gpufabric.io/group"
 
+GroupKey = tuple[str, str]  # (namespace, group name): how every part of the placer keys a group
+
 Level = Literal["nvlink-domain", "leaf", "leaf-pair", "leaf-quad", "spine"]
 Locality = Literal["required", "preferred"]
 # Bottom -> top. The first is the node's multi-node NVLink domain (GB200/GB300 NVL72): it need not

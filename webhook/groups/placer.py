@@ -26,7 +26,7 @@ from webhook.groups.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.gang.place import Gang
 from webhook.groups.imex.place import Imex
 from webhook.groups.indexes import resolve
-from webhook.groups.names import LEVELS, Level
+from webhook.groups.names import LEVELS, GroupKey, Level
 from webhook.groups.preempt.admission import PodPatchApi
 from webhook.groups.preempt.admission import admit_placement as admit
 from webhook.groups.preempt.budgets import Budget, budget_of
@@ -47,7 +47,6 @@ from webhook.groups.seating import Seat, seat_new, seat_words
 from webhook.groups.writes import NotWritten, Placed, Runner, Writes, one_by_one
 
 log = logging.getLogger(__name__)
-GroupKey = tuple[str, str]  # (namespace, group name)
 
 
 class PlacerApi(PodPatchApi, Protocol):

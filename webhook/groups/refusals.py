@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook.groups.names import GroupKey
+
 log = logging.getLogger(__name__)
 FIRST = 5.0  # seconds before the first retry
 LONGEST = 300.0  # the wait stops doubling here
-GroupKey = tuple[str, str]  # (namespace, group name)
 Event = Callable[[Mapping[str, Any], str, str, str], None]  # (pod, reason, message, type)
 
 

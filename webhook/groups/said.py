@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from webhook.groups.names import GroupKey
+
 EVENT_EVERY = 30.0  # seconds between two waiting Events of one group for one reason
-GroupKey = tuple[str, str]  # (namespace, group name)
 Event = Callable[[Mapping[str, Any], str, str, str], None]  # (pod, reason, message, type)
 
 

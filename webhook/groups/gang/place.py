@@ -36,6 +36,7 @@ from webhook.groups.gang.names import (
 )
 from webhook.groups.gang.podgroups import Book, Made, gang_spec, made_of, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
+from webhook.groups.names import GroupKey
 from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
 from webhook.groups.preempt.budgets import Budgets, Ledger
 from webhook.groups.preempt.state import Outcome
@@ -43,7 +44,6 @@ from webhook.groups.records import PodRecord, pod_ref
 from webhook.groups.writes import Writes
 
 log = logging.getLogger(__name__)
-GroupKey = tuple[str, str]
 SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
 # After evicting a group's unbound members: how long the placer may say their remade pods wait
 # (no room in the group's domain) before the whole gang is released. Long enough for their

@@ -39,12 +39,11 @@ from webhook.groups.imex.names import (
 )
 from webhook.groups.imex.nodes import excluding
 from webhook.groups.imex.templates import Templates
-from webhook.groups.names import NVLINK_LEVEL, choice
+from webhook.groups.names import NVLINK_LEVEL, GroupKey, choice
 from webhook.groups.owned import Owner, adoption, shared_owner, verdict, waiting_words
 from webhook.groups.records import PodRecord
 
 log = logging.getLogger(__name__)
-GroupKey = tuple[str, str]
 
 
 class DomainApi(Protocol):

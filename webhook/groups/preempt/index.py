@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.names import LEVELS, Level
+from webhook.groups.names import LEVELS, GroupKey, Level
 from webhook.groups.preempt.budgets import Labels
 
-GangKey = tuple[str, str]  # (namespace, group name)
 Sums = dict[str, dict[int, dict[int, int]]]  # domain -> priority -> GPUs of one pod -> pods
 # per priority, lowest first: (priority, GPUs of the pods up to it, their sizes largest first)
 Ladder = tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...]
@@ -28,7 +27,7 @@ class Running:
     node: str
     gpus: int
     priority: int
-    gang: GangKey | None  # the placed group it belongs to (evicted whole)
+    gang: GroupKey | None  # the placed group it belongs to (evicted whole)
     leaving: bool  # being deleted already: its GPUs come free without an eviction
     grace: float = 30.0  # spec.terminationGracePeriodSeconds
     labels: Labels = ()  # what PodDisruptionBudgets select it by
@@ -38,7 +37,7 @@ class RunningIndex:
     def __init__(self) -> None:
         self.pods: dict[str, Running] = {}
         self.on_node: dict[str, dict[str, Running]] = {}
-        self.gangs: dict[GangKey, set[str]] = {}
+        self.gangs: dict[GroupKey, set[str]] = {}
         self._sums: list[Sums] | None = None
         self._view: CapacityView | None = None
         self._generation = -1

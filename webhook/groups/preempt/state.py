@@ -17,9 +17,9 @@ from typing import Any, Literal, Protocol
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
-from webhook.groups.names import Level
+from webhook.groups.names import GroupKey, Level
 from webhook.groups.preempt.budgets import Budgets
-from webhook.groups.preempt.index import GangKey, RunningIndex
+from webhook.groups.preempt.index import RunningIndex
 from webhook.groups.preempt.victims import Choice, Plan, choose, closest, describe
 from webhook.groups.preempt.words import Hold, blocked_words, held_words
 
@@ -65,7 +65,7 @@ class Ongoing:
 class Group:
     """What the preemption reads of the waiting group."""
 
-    key: GangKey
+    key: GroupKey
     priority: int
     may_preempt: bool  # preemptionPolicy is not Never
     members: tuple[Member, ...]
@@ -91,17 +91,17 @@ class Preemptor:
         self.admits = admits
         self.index = RunningIndex()
         self.budgets = Budgets()
-        self.holds: dict[GangKey, Hold] = {}
-        self.ongoing: dict[GangKey, Ongoing] = {}
-        self.committed: dict[GangKey, tuple[Level, str]] = {}  # where it evicted: finish there
-        self.blocked: dict[GangKey, set[str]] = {}  # domains where a real eviction was refused
+        self.holds: dict[GroupKey, Hold] = {}
+        self.ongoing: dict[GroupKey, Ongoing] = {}
+        self.committed: dict[GroupKey, tuple[Level, str]] = {}  # where it evicted: finish there
+        self.blocked: dict[GroupKey, set[str]] = {}  # domains where a real eviction was refused
         # domains a dry run refused: (budgets generation, until): skipped while both hold
-        self.refused: dict[GangKey, dict[str, tuple[int, float]]] = {}
+        self.refused: dict[GroupKey, dict[str, tuple[int, float]]] = {}
         self._held: set[str] = set()  # nodes held for groups the one deciding must not pass
-        self._masked: list[tuple[GangKey, Hold]] = []
+        self._masked: list[tuple[GroupKey, Hold]] = []
 
     # -- holds -------------------------------------------------------------------------------
-    def mask(self, view: CapacityView, key: GangKey, priority: int) -> list[str]:
+    def mask(self, view: CapacityView, key: GroupKey, priority: int) -> list[str]:
         """Promise away the free GPUs of every domain held for a group this one must not pass
         (higher priority, or equal priority that already preempted); unmask() gives them back."""
         uids: list[str] = []
@@ -128,7 +128,7 @@ class Preemptor:
         the groups they are held for."""
         return held_words(self._masked)
 
-    def done(self, key: GangKey) -> None:
+    def done(self, key: GroupKey) -> None:
         """The group is placed or gone: its hold and plan end."""
         for state in (self.holds, self.ongoing, self.committed, self.blocked, self.refused):
             state.pop(key, None)
@@ -182,7 +182,7 @@ class Preemptor:
             kept.append(choice)
         return Choice(None, tuple(r for c in kept for r in c.refused))
 
-    def _leaving(self, key: GangKey) -> bool:
+    def _leaving(self, key: GroupKey) -> bool:
         o = self.ongoing.get(key)
         return o is not None and any(v.uid in self.index.pods for v in o.plan.victims)
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.groups.names import Level
+from webhook.groups.names import GroupKey, Level
 from webhook.groups.preempt.budgets import Use
-from webhook.groups.preempt.index import GangKey
 from webhook.groups.preempt.victims import Choice
 
 SHOWN = 4  # budgets or domains named in one message; the rest are counted
@@ -51,7 +50,7 @@ def blocked_words(choice: Choice, level: str) -> str:
     )
 
 
-def held_words(masked: Sequence[tuple[GangKey, Hold]]) -> str:
+def held_words(masked: Sequence[tuple[GroupKey, Hold]]) -> str:
     """'' when no domain was held from the group; else the held domains and their groups."""
     if not masked:
         return ""
