@@ -245,6 +245,7 @@ class CapacityView:
         if was == now or (was is None and now is not None and not now[1]):
             return
         promise = self.promised.get(uid)
+        counted = was or promise  # where the pod's room was counted, and is now
         if was is not None:
             self._sub(self.nominated.pop(uid))
             if now is None and promise is not None:
@@ -254,6 +255,11 @@ class CapacityView:
                 self._sub(promise)
             self.nominated[uid] = now
             self._add(*now)
+        moved = self.nominated.get(uid) or promise
+        if counted is not None and moved is not None and counted[0] != moved[0]:
+            # kube-scheduler nominates any node of the domain (a gang waiting at Permit), maybe
+            # one promised to another member: as for a bind elsewhere, that promise moves
+            self._swap(moved[0], counted[0])
 
     def reset_pods(self) -> None:
         self.bound, self.promised, self.nominated, self._taken = {}, {}, {}, {}

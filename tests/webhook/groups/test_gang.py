@@ -205,6 +205,26 @@ def test_a_nomination_takes_its_room_and_replaces_the_placers_own_promise() -> N
     assert (view.free("node-0000"), view.free("node-0001")) == (8, 8)
 
 
+def test_a_nomination_on_a_node_promised_to_another_member_moves_that_promise() -> None:
+    # kube-scheduler nominates a gang member waiting at Permit on any node of its domain: the
+    # node the placer had kept for a sibling. Counted as it was, that node held 16 of 8 GPUs
+    # (shown as full) and the member's own node looked free: a gang was ungated into a full
+    # leaf (bench/bind_bench.py, 15 of 16 placed).
+    view = CapacityView()
+    view.replace_nodes(fabric(4))
+    view.promise("a", "node-0000", 8)
+    view.promise("b", "node-0001", 8)
+    view.put_pod("a", "", 8, False, nominated="node-0001")
+    assert (view.free("node-0000"), view.free("node-0001")) == (0, 0)
+    assert view.promised["b"][0] == "node-0000"
+    view.put_pod("a", "", 8, False)  # the nomination cleared: each pod counted once still
+    assert (view.free("node-0000"), view.free("node-0001")) == (0, 0)
+    assert (view.free("node-0002"), view.free("node-0003")) == (8, 8)
+    view.put_pod("b", "node-0001", 8, True)
+    view.put_pod("a", "node-0000", 8, True)
+    assert [view.free(f"node-{i:04d}") for i in range(4)] == [0, 0, 8, 8]
+
+
 def test_a_group_is_not_ungated_into_room_the_scheduler_keeps_for_a_nominated_pod() -> None:
     api, placer = native_placer(served=False)
     for i in range(16):  # everything busy but node-0001 and leaf-1 (nodes 4-7)
