@@ -9,6 +9,8 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
@@ -16,7 +18,7 @@ from webhook.groups.gang.place import Gang
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
 from webhook.groups.refusals import Rejected
-from webhook.groups.writes import Call, NotWritten, one_by_one
+from webhook.groups.writes import Call, NotWritten, Quiet, one_by_one
 
 
 def pod(group: str, i: int, size: int) -> dict[str, Any]:
@@ -169,3 +171,45 @@ def test_a_member_bound_on_a_node_promised_to_another_moves_that_promise() -> No
     obj["spec"]["nodeName"] = kept["a-0"]
     placer.pod_event("MODIFIED", obj)
     assert free(placer) == 6 * 8 and not placer.view.promised
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_events_wait_until_no_patch_is_in_flight_and_the_last_ended_a_moment_ago() -> None:
+    clock = Clock()
+    quiet = Quiet(after=0.3, longest=5.0, clock=clock, sleep=clock.sleep)
+    quiet.wait(clock.now)  # nothing written yet: at once
+    assert clock.now == 100.0
+    quiet.begin()
+    quiet.begin()
+    quiet.end()
+    told = clock.now
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.sleep(seconds)
+        if len(slept) == 10:  # the second patch ends 0.5 s later
+            quiet.end()
+
+    quiet.sleep = sleep
+    quiet.wait(told)
+    assert clock.now - told == pytest.approx(0.5 + 0.3)
+
+
+def test_events_go_out_after_the_longest_wait_however_busy_the_placer() -> None:
+    clock = Clock()
+    quiet = Quiet(after=0.3, longest=5.0, clock=clock, sleep=clock.sleep)
+    quiet.begin()  # a write that never ends
+    told = clock.now - 1.0  # told a second ago
+    quiet.wait(told)
+    assert clock.now - told == pytest.approx(5.0)
