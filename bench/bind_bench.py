@@ -18,20 +18,28 @@ Bursts (one 8-GPU pod a node, bare pods, gangs created 8 at a time, each gang's 
 1 x 32 at leaf-quad), shuffled; `half`: 16 gangs of 2-8 nodes = 64 nodes (leaf). Per run: gangs
 placed (every member bound), partly bound (some), split (bound across more than one domain of its
 level), seconds from the first create to the last bind of a placed gang, and where each member's
-time went (created -> every member of its gang created -> ungated -> bound, medians over
-members). A run ends when every gang is bound, or 10 s after the last bind (60 s at most).
+time went (its CREATE, then created -> every member of its gang created -> ungated -> bound,
+medians over members), with the mean time of one of our reviews as the API server saw it
+(apiserver_admission_webhook_admission_duration_seconds) and inside serve, and the CPU seconds
+the API server, etcd, kube-scheduler and serve spent on the run; `-v` adds each gang's timeline,
+kube-scheduler's FailedScheduling messages and the API requests made, by verb and resource. The
+ratio to native is given twice: of the medians, and the median (and range) of each round's run
+against native's run of the same round (the machine is shared; its load drifts between rounds).
+A run ends when every gang is bound, or 10 s after the last bind (60 s at most).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import re
 import statistics
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +66,7 @@ class Seen:
 
     gang: str
     created: float = 0.0  # the CREATE answered
+    admission: float = 0.0  # seconds the CREATE took (our webhook's review is in it)
     ungated: float = 0.0  # first seen without the group gate (native: at creation)
     bound: float = 0.0
     node: str = ""
@@ -136,6 +145,44 @@ def podgroup_body(gang: str, size: int, level: str) -> dict[str, Any]:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (and its waited-for children) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def metric_sums(text: str, name: str, match: str = "") -> tuple[float, float]:
+    """(sum, count) of a Prometheus histogram `name` over the series whose labels hold `match`."""
+    total = count = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and match in line:
+            head, _, value = line.rpartition(" ")
+            if head.startswith(f"{name}_sum"):
+                total += float(value)
+            elif head.startswith(f"{name}_count"):
+                count += float(value)
+    return total, count
+
+
+def request_counts(text: str) -> dict[str, float]:
+    """apiserver_request_total by verb, resource and subresource (watches left out)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        head, _, value = line.rpartition(" ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', head))
+        if labels.get("verb") == "WATCH":
+            continue
+        sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
+        key = f"{labels.get('verb')} {labels.get('resource')}{sub}"
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
 @dataclass(frozen=True)
 class Result:
     way: str
@@ -146,6 +193,10 @@ class Result:
     split: int
     seconds: float  # first create -> last bind of a placed gang
     phases: dict[str, float]  # median seconds per member
+    cpu: dict[str, float]  # CPU seconds each component spent on the burst
+    admission: dict[str, float]  # mean ms a review: as the API server saw it, inside serve
+    requests: dict[str, float]  # API requests made during the burst, by verb and resource
+    round: int = 0
 
 
 class Plane:
@@ -161,6 +212,12 @@ class Plane:
         self.verbose = False
         cluster.kubectl("create", "namespace", BENCH_NS)
         threading.Thread(target=self.rec.run, daemon=True).start()
+        self.pids = {
+            c: int((cluster.state / f"{c}.pid").read_text()) for c in ("api", "etcd", "sched")
+        }
+        self.pids["serve"] = cluster.procs[0].pid
+        if len(cluster.procs) > 1:
+            self.pids["placer"] = cluster.procs[1].pid
         self.level_of: dict[str, dict[str, str]] = {}
         for n in self.core.list_node().items:
             self.level_of[n.metadata.name] = dict(n.metadata.labels or {})
@@ -176,6 +233,7 @@ class Plane:
                 for g, (size, _) in zip(names, gangs, strict=True)
                 for m in range(size)
             }
+        cpu0, (adm0, req0) = self._cpu(), self._admission()
         t0 = time.monotonic()
 
         def make(i: int) -> None:
@@ -187,12 +245,14 @@ class Plane:
                 )
             for m in range(size):
                 pod = f"{names[i]}-{m}"
+                asked = time.monotonic()
                 self.core.create_namespaced_pod(
                     BENCH_NS, pod_body(pod, names[i], size, level, native)
                 )
                 with self.rec.lock:
                     s = self.rec.pods[pod]
                     s.created = time.monotonic()
+                    s.admission = s.created - asked
                     if native:
                         s.ungated = s.ungated or s.created
 
@@ -213,12 +273,20 @@ class Plane:
             time.sleep(0.05)
         with self.rec.lock:
             seen = dict(self.rec.pods)
+        cpu1, (adm1, req1) = self._cpu(), self._admission()
+        requests = {k: v - req0.get(k, 0.0) for k, v in req1.items() if v - req0.get(k, 0.0)}
+        cpu = {k: cpu1[k] - cpu0[k] for k in cpu0}
+        admission = {
+            k: 1000 * (adm1[k][0] - adm0[k][0]) / max(adm1[k][1] - adm0[k][1], 1) for k in adm0
+        }
         if self.verbose:
             self._failures()
         self._clean(native)
         if self.verbose:
             timeline(names, gangs, seen, t0, made)
-        return self._result(way, shape, gangs, names, seen, t0)
+        if self.verbose:
+            print("  API requests:", ", ".join(f"{k} {v:.0f}" for k, v in sorted(requests.items())))
+        return self._result(way, shape, gangs, names, seen, t0, cpu, admission, requests)
 
     def _result(
         self,
@@ -228,10 +296,19 @@ class Plane:
         names: list[str],
         seen: dict[str, Seen],
         t0: float,
+        cpu: dict[str, float],
+        admission: dict[str, float],
+        requests: dict[str, float],
     ) -> Result:
         placed = partly = split = 0
         ends = []
-        phases: dict[str, list[float]] = {"wait": [], "decide": [], "bind": [], "all": []}
+        phases: dict[str, list[float]] = {
+            "admission": [],
+            "wait": [],
+            "decide": [],
+            "bind": [],
+            "all": [],
+        }
         for name, (size, level) in zip(names, gangs, strict=True):
             members = [s for s in seen.values() if s.gang == name]
             bound = [s for s in members if s.bound]
@@ -244,6 +321,7 @@ class Plane:
                 partly += 1
             complete = max(s.created for s in members)
             for s in members:
+                phases["admission"].append(s.admission)
                 phases["wait"].append(complete - s.created)
                 if s.ungated:
                     phases["decide"].append(s.ungated - complete)
@@ -259,7 +337,32 @@ class Plane:
             split,
             max(ends) - t0 if ends else float("nan"),
             {k: statistics.median(v) if v else float("nan") for k, v in phases.items()},
+            cpu,
+            admission,
+            requests,
         )
+
+    def _cpu(self) -> dict[str, float]:
+        return {c: cpu_seconds(pid) for c, pid in self.pids.items()}
+
+    def _admission(self) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+        """(sum, count) of the pod reviews' seconds: the API server's view of our webhook (the
+        call, with its connection and TLS) and serve's own (from the body read to the answer)."""
+        method, url, headers, body, _ = self.api.param_serialize(
+            "GET", "/metrics", auth_settings=["BearerToken"]
+        )
+        api = self.api.call_api(method, url, headers, body).read().decode()
+        port = self.cluster.base + 5
+        try:
+            own = urllib3.request("GET", f"http://127.0.0.1:{port}/metrics").data.decode()
+        except urllib3.exceptions.HTTPError:
+            own = ""
+        return {
+            "api": metric_sums(
+                api, "apiserver_admission_webhook_admission_duration_seconds", 'operation="CREATE"'
+            ),
+            "serve": metric_sums(own, "gpufabric_webhook_admission_duration_seconds"),
+        }, request_counts(api)
 
     def _failures(self) -> None:
         """kube-scheduler's FailedScheduling Events of the run, counted by message."""
@@ -307,34 +410,49 @@ def timeline(
 
 
 def table(results: list[Result]) -> None:
+    """Per burst and way: the runs, and two ratios to native. The machine is shared and its
+    load drifts, so beside the ratio of the medians each run is also set against native's run
+    of the same round (same seed, minutes apart at most): the median of those pairs, and their
+    range."""
     print(
-        "| burst | way | gangs placed | partly bound | split | s to all bound | ratio to native |"
+        "| burst | way | gangs placed | partly bound | split | s to all bound "
+        "| ratio of medians | ratio in each round: median (range) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     by = {
         (r.shape, r.way): [x for x in results if (x.shape, x.way) == (r.shape, r.way)]
         for r in results
     }
     for (shape, way), rs in sorted(by.items()):
-        native = [x.seconds for x in by.get((shape, "native"), [])]
+        natives = {x.round: x.seconds for x in by.get((shape, "native"), [])}
         secs = [x.seconds for x in rs]
         med = statistics.median(secs)
-        ratio = med / statistics.median(native) if native else float("nan")
+        ratio = med / statistics.median(natives.values()) if natives else float("nan")
+        pairs = [x.seconds / natives[x.round] for x in rs if x.round in natives]
+        paired = (
+            f"{statistics.median(pairs):.2f}x ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-"
+        )
         placed = "/".join(f"{x.placed}" for x in rs)
         print(
             f"| {shape} | {way} | {placed} of {rs[0].gangs} | {sum(x.partly for x in rs)} "
             f"| {sum(x.split for x in rs)} | {min(secs):.2f}-{max(secs):.2f} (median {med:.2f}) "
-            f"| {ratio:.2f}x |"
+            f"| {ratio:.2f}x | {paired} |"
         )
     print()
     print(
-        "median seconds per member: created -> gang's last created (wait) -> ungated (decide) -> bound (bind)"
+        "median seconds per member: its CREATE (admission), created -> its gang's last created "
+        "(wait) -> ungated (decide) -> bound (bind); mean ms a review of ours took as the API "
+        "server saw it and inside serve; CPU seconds each component spent on the burst"
     )
     for r in results:
         p = r.phases
+        cpu = " ".join(f"{k} {v:.1f}" for k, v in r.cpu.items())
+        adm = r.admission
         print(
-            f"  {r.shape:4} {r.way:18} wait {p['wait']:.2f} decide {p['decide']:.2f} "
-            f"bind {p['bind']:.2f} total {p['all']:.2f}  all bound {r.seconds:.2f}"
+            f"  r{r.round} {r.shape:4} {r.way:18} admission {p['admission']:.3f} "
+            f"wait {p['wait']:.2f} decide {p['decide']:.2f} bind {p['bind']:.2f} "
+            f"total {p['all']:.2f}  all bound {r.seconds:.2f}  review ms api {adm['api']:.1f} "
+            f"serve {adm['serve']:.1f}  cpu s {cpu}"
         )
 
 
@@ -372,6 +490,7 @@ def main() -> None:
                 for way in order:
                     plane = planes["unserved" if way == "gpufabric-unserved" else "served"]
                     res = plane.burst(way, shape, args.seed + r, f"r{r}-{shape}-{SHORT[way]}")
+                    res = replace(res, round=r)
                     results.append(res)
                     print(
                         f"round {r} {shape} {way}: {res.placed}/{res.gangs} placed, {res.seconds:.2f} s",
