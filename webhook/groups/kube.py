@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kubernetes import client
@@ -99,19 +99,32 @@ class KubePlacerApi:
 
     def run_all(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
         """writes.Runner: at most _WRITERS calls at a time; none started once `stopping()`."""
+        return list(self._writers.map(lambda call: self._one(call, stopping), calls))
 
-        def one(call: Call) -> object:
-            if stopping():
-                return NotWritten("the placer is stopping")
-            self._quiet.begin()
-            try:
-                return call()
-            except Exception as err:  # noqa: BLE001 - handed to the write's done
-                return err
-            finally:
-                self._quiet.end()
+    def start_all(
+        self,
+        calls: Sequence[Call],
+        stopping: Callable[[], bool],
+        answer: Callable[[int, object], None],
+    ) -> None:
+        """writes.Starter: as run_all, each answer handed on as it comes, nothing waited for."""
 
-        return list(self._writers.map(one, calls))
+        def answered(i: int) -> Callable[[Future[object]], None]:
+            return lambda future: answer(i, future.result())
+
+        for i, call in enumerate(calls):
+            self._writers.submit(self._one, call, stopping).add_done_callback(answered(i))
+
+    def _one(self, call: Call, stopping: Callable[[], bool]) -> object:
+        if stopping():
+            return NotWritten("the placer is stopping")
+        self._quiet.begin()
+        try:
+            return call()
+        except Exception as err:  # noqa: BLE001 - handed to the write's done
+            return err
+        finally:
+            self._quiet.end()
 
     def patch_pod(
         self, namespace: str, name: str, ops: list[dict[str, Any]], dry_run: bool = False
@@ -252,6 +265,8 @@ def run_placer(
     gang = Gang(KubeGangApi(api_client, api), metrics if isinstance(metrics, GangMetrics) else None)
     placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang, runner=api.run_all)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
+    # a reconcile's writes are not waited for: their answers come back through the inbox
+    placer.writes.start, placer.writes.post = api.start_all, inbox.put
     watches = [
         domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
         template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),

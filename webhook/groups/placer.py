@@ -250,6 +250,7 @@ class Placer(Inputs):
             # counted as placed now, so the next group is decided around it; written with the
             # reconcile's other writes (writes.py), and undone if the API server refuses it
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
+            self.writes.written(self.pods[rec.uid])  # its events until the answer: older
             self.view.promise(rec.uid, s.node, rec.gpus)
             self.imex.track(self.pods[rec.uid], s.node)  # its channel is taken
             call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
@@ -268,6 +269,7 @@ class Placer(Inputs):
             if was.moved:
                 self.api.event(pod_ref(rec), "GroupRankMoved", was.moved, "Warning")
             return
+        self.writes.forget(rec.uid)
         if rec.uid in self.pods:
             self.pods[rec.uid] = rec  # still gated: decided again
         if was.promised is not None:  # its room as it was (a seat written before)

@@ -4,10 +4,12 @@ Why: on a real control plane each write is a round trip (10-50 ms on a busy API 
 after another, a burst of 19 gangs (128 members) kept its last gang gated for seconds behind the
 others' patches (docs/benchmarks.md, bench/bind_bench.py). So a decision only records what to
 write (its members count as promised at once, so the next group is decided around them), and
-`flush` hands the whole batch to a runner: the Kubernetes one (groups/kube.py) makes them
-concurrently on a bounded pool, the default one after one another (tests, simulations). Each
-write's `done` then runs on the placer's own thread, with the call's result or its exception,
-so the placer's state still has one writer and needs no locks.
+`flush` hands the whole batch to a runner: the Kubernetes one (groups/kube.py) starts them
+concurrently on a bounded pool and returns at once, each answer coming back through the placer's
+inbox (`start` and `post`), so a group completed while a batch is in flight is decided without
+waiting for its answers; the default runner makes them one after another (tests, simulations).
+Each write's `done` runs on the placer's own thread, with the call's result or its exception, so
+the placer's state still has one writer and needs no locks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from webhook.groups.records import PodRecord
 
@@ -30,6 +33,9 @@ Call = Callable[[], object]
 # not started yet are not made (they answer NotWritten), so a demoted leader stops within its
 # renew deadline (webhook/leader).
 Runner = Callable[[Sequence[Call], Callable[[], bool]], list[object]]
+# The runner that does not wait: starts every call and returns; each call's index and result (or
+# the Exception it raised) go to `answer`, from the writer's thread, in any order.
+Starter = Callable[[Sequence[Call], Callable[[], bool], Callable[[int, object], None]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +77,16 @@ class Writes:
 
     def __init__(self, runner: Runner = one_by_one) -> None:
         self.runner = runner
+        # Both set (groups/kube.py): a batch is started and not waited for, each answer handed
+        # to `post`, which runs it on the placer's thread (its inbox)
+        self.start: Starter | None = None
+        self.post: Callable[[Callable[[], None]], None] | None = None
         self._pending: list[Write] = []
         self._unseen: dict[str, PodRecord] = {}
 
     def written(self, rec: PodRecord) -> None:
-        """`rec` (ungated, placed) is written."""
+        """`rec` (ungated, placed) is written, or its write is on its way: events that still
+        show its gate are older than the patch."""
         self._unseen[rec.uid] = rec
 
     def as_seen(self, rec: PodRecord) -> PodRecord:
@@ -99,6 +110,14 @@ class Writes:
     def flush(self, stopping: Callable[[], bool]) -> None:
         pending, self._pending = self._pending, []
         if not pending:
+            return
+        if self.start is not None and self.post is not None:
+            post = self.post
+            self.start(
+                [w.call for w in pending],
+                stopping,
+                lambda i, result: post(partial(pending[i].done, result)),
+            )
             return
         results = self.runner([w.call for w in pending], stopping)
         for w, result in zip(pending, results, strict=True):

@@ -213,3 +213,72 @@ def test_events_go_out_after_the_longest_wait_however_busy_the_placer() -> None:
     told = clock.now - 1.0  # told a second ago
     quiet.wait(told)
     assert clock.now - told == pytest.approx(5.0)
+
+
+class Held:
+    """A starter (writes.Starter) that holds each batch until `answer_all`, as a busy API
+    server does; the answers go to an inbox the test applies, as run_placer's loop does."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[Call, Callable[[object], None]]] = []
+        self.inbox: list[Callable[[], None]] = []
+
+    def __call__(
+        self,
+        calls: Sequence[Call],
+        stopping: Callable[[], bool],
+        answer: Callable[[int, object], None],
+    ) -> None:
+        self.held += [(c, lambda r, i=i: answer(i, r)) for i, c in enumerate(calls)]
+
+    def answer_all(self) -> None:
+        held, self.held = self.held, []
+        for call, answer in held:
+            answer(one_by_one([call], lambda: False)[0])
+
+    def apply(self) -> None:
+        inbox, self.inbox = self.inbox, []
+        for f in inbox:
+            f()
+
+
+def test_a_group_completed_while_a_batch_is_unanswered_is_decided_at_once_around_it() -> None:
+    api, placer = placer_on(16)  # leaves of 4
+    held = Held()
+    placer.writes.start, placer.writes.post = held, held.inbox.append
+    stale = [api.create(pod("a", i, 4)) for i in range(4)]
+    for obj in stale:
+        placer.pod_event("ADDED", obj)
+    placer.reconcile()
+    assert len(held.held) == 4 and api.patches == []  # started, not answered
+    placer.pod_event("MODIFIED", copy.deepcopy(stale[0]))  # older than the patch: still gated
+    for i in range(12):
+        placer.pod_event("ADDED", api.create(pod("b", i, 12)))
+    placer.reconcile()
+    assert len(held.held) == 16  # b decided without waiting; a's member not seated again
+    assert free(placer) == 0
+    held.answer_all()
+    assert api.events == [] and len(held.inbox) == 16  # the answers wait for the placer's thread
+    held.apply()
+    placer.reconcile()
+    assert len(api.patches) == 16 and not held.held
+    placed = {
+        api.get(n)["metadata"]["annotations"]["gpufabric.io/placement"] for n, _ in api.patches
+    }
+    assert placed == {"leaf=leaf-0", "leaf-quad=quad-0"}  # b: the 12 nodes a left it
+    assert sum(1 for e in api.events if e[1] == "GroupPlaced") == 16
+
+
+def test_a_refusal_answered_later_frees_the_room_and_the_member_is_decided_again() -> None:
+    api, placer = placer_on(8)
+    held = Held()
+    placer.writes.start, placer.writes.post = held, held.inbox.append
+    for i in range(2):
+        placer.pod_event("ADDED", api.create(pod("a", i, 2)))
+    api.pods[("team-a", "a-1")]["spec"]["schedulingGates"] = []  # someone else lifted it
+    placer.reconcile()
+    assert free(placer) == 6 * 8
+    held.answer_all()
+    held.apply()
+    assert free(placer) == 7 * 8 and ("team-a", "a") in placer.dirty
+    assert placer.pods[next(u for u, r in placer.pods.items() if r.name == "a-1")].gated
