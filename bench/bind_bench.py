@@ -39,6 +39,7 @@ import statistics
 import sys
 import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -200,8 +201,9 @@ class Result:
 class Plane:
     """One cluster as the bench drives it."""
 
-    def __init__(self, cluster: realcluster.k8s.Cluster) -> None:
-        self.cluster = cluster
+    def __init__(self, made: realcluster.Installed) -> None:
+        cluster = made.cluster
+        self.cluster, self.webhook = cluster, made.webhook
         self.api = cluster.client()  # admin, verifying the plane's own CA
         self.api.configuration.connection_pool_maxsize = 16
         self.core = client.CoreV1Api(self.api)
@@ -213,9 +215,7 @@ class Plane:
         self.pids = {
             c: int((cluster.state / f"{c}.pid").read_text()) for c in ("api", "etcd", "sched")
         }
-        self.pids["serve"] = cluster.procs[0].pid
-        if len(cluster.procs) > 1:
-            self.pids["placer"] = cluster.procs[1].pid
+        self.pids["serve"] = made.webhook.process.pid
         self.level_of: dict[str, dict[str, str]] = {}
         for n in self.core.list_node().items:
             self.level_of[n.metadata.name] = dict(n.metadata.labels or {})
@@ -350,10 +350,11 @@ class Plane:
             "GET", "/metrics", auth_settings=["BearerToken"]
         )
         api = self.api.call_api(method, url, headers, body).read().decode()
-        port = self.cluster.base + 5
+        port = self.webhook.metrics_port
         try:
-            own = urllib3.request("GET", f"http://127.0.0.1:{port}/metrics").data.decode()
-        except urllib3.exceptions.HTTPError:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                own = r.read().decode()
+        except OSError:
             own = ""
         return {
             "api": metric_sums(
@@ -476,7 +477,7 @@ def main() -> None:
             clusters["served"] = realcluster.up(served=True, webhook=args.webhook)
         if "gpufabric-unserved" in ways:
             clusters["unserved"] = realcluster.up(served=False, webhook=args.webhook)
-        planes = {k: Plane(c.cluster) for k, c in clusters.items()}
+        planes = {k: Plane(c) for k, c in clusters.items()}
         for p in planes.values():
             p.verbose = args.verbose
         results = []

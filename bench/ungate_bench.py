@@ -4,8 +4,8 @@ for orders of the writes that lift them.
 
     .venv/bin/python bench/ungate_bench.py [--sizes 8,32] [--rounds 2]
 
-One real control plane serving PodGroups (bench/realcluster.py, ports from 33040; 128 8-GPU
-nodes), no gpufabric in the way: each gang's pods are created by this script with a scheduling
+One real control plane serving PodGroups (bench/realcluster.py; 128 8-GPU nodes labelled by
+gpufabric's labeler), no gpufabric in the way of the pods: each gang's pods are created by this script with a scheduling
 gate of its own (`bench.gpufabric.io/hold`), `spec.schedulingGroup` naming the gang's PodGroup
 (`gang.minCount` = its size) and required node affinity to one leaf-quad, as the placer pins a
 gang. Once every pod exists (and 1 s has passed), the gates are lifted, 16 patches at a time:
@@ -31,13 +31,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import urllib3
-from kubernetes import client, config, watch
-from realcluster import Cluster
+import realcluster
+from kubernetes import client, watch
 
-urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # the local test plane
 NS = "ungate"
 HOLD = "bench.gpufabric.io/hold"
+ROOT = Path(__file__).resolve().parent.parent
 WAYS = ("concurrent", "sequential", "all-but-last", "podgroup-last", "ungated")
 
 
@@ -165,13 +164,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--ways", default=",".join(WAYS))
     args = ap.parse_args()
-    cluster = Cluster(33040, served=True)
+    made = realcluster.up(served=True, webhook=ROOT / ".venv" / "bin" / "gpufabric-webhook")
     try:
-        cluster.up()
-        api = config.new_client_from_config(str(cluster.kubeconfig))
+        api = made.cluster.client()
         api.configuration.connection_pool_maxsize = 16
         core, objects = client.CoreV1Api(api), client.CustomObjectsApi(api)
-        cluster.kubectl("create", "namespace", NS)
+        made.cluster.kubectl("create", "namespace", NS)
         binds = Binds(api)
         k = 0
         with ThreadPoolExecutor(16) as pool:
@@ -181,7 +179,7 @@ def main() -> None:
                         k += 1
                         print(one(core, objects, binds, pool, f"g{k}", size, way), flush=True)
     finally:
-        cluster.down()
+        realcluster.down(made)
 
 
 if __name__ == "__main__":
