@@ -3,6 +3,7 @@ partly-bound watch, one behaviour at a time (bursts: test_gang_burst.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,28 @@ def unschedulable(api: GangApi, placer: Placer, name: str) -> None:
     placer.pod_event("MODIFIED", pod)
 
 
+def no_room_again(
+    guard: Callable[[GangApi, Placer], None] = lambda api, placer: None,
+) -> tuple[GangApi, Placer, Recorded]:
+    """A gang of 4 in leaf-0 with 3 members bound (then `guard`: the budgets a test adds), another
+    pod on the fourth node; at 60 s the unbound member is evicted, and comes back as g-3x to find
+    leaf-0 full: gated, the gang due for release at 75 s (RELEASE_AFTER)."""
+    api, placer, metrics = watched(job=True)
+    for i in range(3):
+        bind(api, placer, f"g-{i}", f"node-000{i}")
+    guard(api, placer)
+    placer.pod_event("ADDED", api.create(gpu_pod("other", 8, namespace="x", node_name="node-0003")))
+    api.now = 60.0
+    placer.reconcile()
+    for p in api.gone:
+        placer.pod_event("DELETED", p)
+    api.gone = []
+    again = member("g", 3, 4, level="leaf")
+    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
+    arrive(api, placer, admitted(again, native=False))
+    return api, placer, metrics
+
+
 def test_members_left_unbound_past_the_bound_are_reported_and_evicted_to_come_back() -> None:
     api, placer, metrics = watched(job=True)
     for i in range(3):
@@ -311,20 +334,7 @@ def test_members_left_unbound_past_the_bound_are_reported_and_evicted_to_come_ba
 
 
 def test_a_gang_whose_evicted_member_finds_no_room_again_is_released_whole() -> None:
-    api, placer, metrics = watched(job=True)
-    assert metrics.gauge == []
-    for i in range(3):
-        bind(api, placer, f"g-{i}", f"node-000{i}")
-    # another pod takes the fourth node of leaf-0 (the scheduler gave it the room)
-    placer.pod_event("ADDED", api.create(gpu_pod("other", 8, namespace="x", node_name="node-0003")))
-    api.now = 60.0
-    placer.reconcile()
-    for p in api.gone:
-        placer.pod_event("DELETED", p)
-    api.gone = []
-    again = member("g", 3, 4, level="leaf")
-    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
-    arrive(api, placer, admitted(again, native=False))
+    api, placer, metrics = no_room_again()
     assert api.get("g-3x", "burst")["spec"]["schedulingGates"]  # leaf-0 is full
     api.now = 74.0  # the placer has said for 14 s that g-3x finds no room in leaf-0
     placer.reconcile()
@@ -369,20 +379,11 @@ def test_a_gang_nothing_of_which_is_bound_is_not_partly_bound() -> None:
 
 
 def test_a_release_a_budget_refuses_on_its_last_member_evicts_none_until_it_allows() -> None:
-    api, placer, _ = watched(job=True)
-    for i in range(3):
-        bind(api, placer, f"g-{i}", f"node-000{i}")
-    api.pods[("burst", "g-2")]["metadata"].setdefault("labels", {})["app"] = "train"
-    api.add_pdb("train", {"app": "train"}, 0, namespace="burst")  # guards the last bound member
-    placer.pod_event("ADDED", api.create(gpu_pod("other", 8, namespace="x", node_name="node-0003")))
-    api.now = 60.0
-    placer.reconcile()
-    for p in api.gone:
-        placer.pod_event("DELETED", p)
-    api.gone = []
-    again = member("g", 3, 4, level="leaf")
-    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
-    arrive(api, placer, admitted(again, native=False))  # g-3 was Pending: no budget held it
+    def guard_the_last_bound_member(api: GangApi, _: Placer) -> None:
+        api.pods[("burst", "g-2")]["metadata"].setdefault("labels", {})["app"] = "train"
+        api.add_pdb("train", {"app": "train"}, 0, namespace="burst")
+
+    api, placer, _ = no_room_again(guard_the_last_bound_member)  # g-3 was Pending: not held
     api.now = 75.0  # RELEASE_AFTER: the release is asked as dry runs first
     placer.reconcile()
     assert [n for k, n in api.log if k == "evict"] == ["g-3"]  # none of the bound ones went
