@@ -9,6 +9,7 @@ the next Job of that name waiting."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonpatch
@@ -16,6 +17,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests import openapi, reference
 from tests.e2e.env import Env
 from tests.e2e.fleet import Fleet
 from tests.e2e.pods import PAUSE, create, group_annotations, pod, wait_bound
@@ -24,6 +26,19 @@ from webhook.groups.admit import admit_group
 
 PODGROUPS = ("scheduling.k8s.io", "v1alpha2", "podgroups")  # what Kubernetes 1.36 serves
 MANAGED = {"app.kubernetes.io/managed-by": "gpufabric-placer"}
+# (fixture, what the API server serves it at, its root schema): the unit tests' schemas
+SCHEMAS = [
+    (
+        "k8s-1.36-openapi-scheduling-v1alpha2-podgroup.json",
+        "/openapi/v3/apis/scheduling.k8s.io/v1alpha2",
+        "io.k8s.api.scheduling.v1alpha2.PodGroup",
+    ),
+    (
+        "k8s-1.36-openapi-core-v1-podschedulinggroup.json",
+        "/openapi/v3/api/v1",
+        "io.k8s.api.core.v1.PodSchedulingGroup",
+    ),
+]
 
 
 def podgroup(env: Env, ns: str, name: str) -> dict[str, Any] | None:
@@ -161,3 +176,16 @@ def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
     assert named(bound) == ["gpufabric-train"] * 2
     held: Any = podgroup(cluster_env, ns, "gpufabric-train")
     assert held["metadata"]["uid"] == old["metadata"]["uid"]  # the one held, still there
+
+
+@pytest.mark.parametrize("cluster_env", ["gang"], indirect=True)
+@pytest.mark.parametrize(("fixture", "served_at", "root"), SCHEMAS, ids=["podgroup", "pod"])
+def test_the_schemas_the_unit_tests_check_against_are_the_ones_this_server_serves(
+    cluster_env: Env, fixture: str, served_at: str, root: str
+) -> None:
+    """tests/webhook/groups/test_gang.py checks what the placer writes against these fixtures
+    (tests/fixtures/schedulers/PROVENANCE.md): cut the same way from the live API server, they
+    are equal, or the fixtures are stale."""
+    served = json.loads(cluster_env.cluster.kubectl("get", "--raw", served_at))
+    kept = openapi.load(reference.FIXTURES / "schedulers" / fixture)
+    assert openapi.closure(served, root) == kept
