@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
@@ -41,6 +41,7 @@ class Evictor(Protocol):
         ...
 
 
+@runtime_checkable
 class PreemptMetrics(Protocol):
     def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
 

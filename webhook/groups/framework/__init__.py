@@ -1,0 +1,1 @@
+"""What extensions build on: the placer's extension points (points.py)."""
