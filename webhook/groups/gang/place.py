@@ -104,8 +104,9 @@ class NativeGang:
     def prebind(self, cycle: Cycle) -> str:
         """Why the group must wait, or '' once its PodGroup (where it has one) exists."""
         why = self._own(cycle.key, cycle.size, cycle.recs)
-        if why is None:
-            self.ungated.add(cycle.key)
+        name = podgroup_name(cycle.key[1])
+        if why is None and any(r.pod_group == name for r in cycle.recs):
+            self.ungated.add(cycle.key)  # its PodGroup made again if lost, until all bound
         return why or ""
 
     def _own(
