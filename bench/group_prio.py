@@ -29,8 +29,8 @@ from group_workload import FABRICS, Job, job_stream, node_objs, pct, rule_level
 from webhook.groups.enabled import Extensions
 from webhook.groups.names import GATE, level_key
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.budgets import Outcome
 from webhook.groups.preempt.extension import Preemption
-from webhook.groups.preempt.state import Outcome
 
 HIGH, LOW = 1_000_000, 100
 

@@ -30,8 +30,9 @@ from webhook.groups.imex.kube import KubeDomainApi, domain_watch, template_watch
 from webhook.groups.imex.place import ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
+from webhook.groups.preempt.budgets import Outcome
 from webhook.groups.preempt.extension import Preemption
-from webhook.groups.preempt.state import Outcome, PreemptMetrics
+from webhook.groups.preempt.state import PreemptMetrics
 from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.groups.timeouts import TIMEOUT, WRITE_TIMEOUT

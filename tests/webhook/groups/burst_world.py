@@ -24,10 +24,10 @@ from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.admit import admit_group
 from webhook.groups.enabled import Extensions
 from webhook.groups.extensions.partly.bound import PartlyBound
-from webhook.groups.gang.fields import named_group
 from webhook.groups.gang.place import NativeGang
+from webhook.groups.model.pods import named_group
 from webhook.groups.placer import Placer
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Outcome
 from webhook.kube.nodeselector import pod_admits
 
 Pod = dict[str, Any]

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.gang.names import PG_GROUP, PG_KIND
-from webhook.groups.owned import Found, Owner, found_of, our_group, owned_meta
+from webhook.groups.model.pods import Owner
+from webhook.groups.owned import Found, found_of, our_group, owned_meta
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.imex.names import CD_GROUP, CD_KIND, CD_VERSION, FINALIZER, template_name
-from webhook.groups.owned import Found, Owner, found_of, owned_meta
+from webhook.groups.model.pods import Owner
+from webhook.groups.owned import Found, found_of, owned_meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +118,3 @@ class Book:
 
     def ours(self) -> list[Domain]:
         return [d for d in self.by_name.values() if d.group is not None]
-
-
-def claimed_templates(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ResourceClaimTemplates a pod's spec.resourceClaims name."""
-    claims = spec.get("resourceClaims")
-    return tuple(
-        str(c["resourceClaimTemplateName"])
-        for c in (claims if isinstance(claims, list) else [])
-        if isinstance(c, Mapping) and isinstance(c.get("resourceClaimTemplateName"), str)
-    )

@@ -40,8 +40,9 @@ from webhook.groups.imex.names import (
 )
 from webhook.groups.imex.nodes import excluding
 from webhook.groups.imex.templates import Templates
+from webhook.groups.model.pods import Owner
 from webhook.groups.names import NVLINK_LEVEL, GroupKey, choice
-from webhook.groups.owned import Owner, adoption, shared_owner, verdict, waiting_words
+from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
 from webhook.groups.records import PodRecord
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,11 @@ from webhook.groups.decision import Request, Waiting
 from webhook.groups.framework.points import Cycle, Host, Undo
 from webhook.groups.names import GroupKey
 from webhook.groups.preempt.admission import admit_placement
+from webhook.groups.preempt.budgets import Evictor
+from webhook.groups.preempt.index import as_running
 from webhook.groups.preempt.priority import levels
-from webhook.groups.preempt.state import Evictor, Group, PreemptMetrics, Preemptor
-from webhook.groups.records import PodRecord, as_running, pod_ref
+from webhook.groups.preempt.state import Group, PreemptMetrics, Preemptor
+from webhook.groups.records import PodRecord, pod_ref
 
 
 class Preemption(Preemptor):
