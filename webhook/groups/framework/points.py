@@ -3,7 +3,7 @@
 As kube-scheduler's framework (pkg/scheduler/framework/interface.go): one small Protocol per
 point; an extension (preemption, the native gang, IMEX channels, the partly-bound watch)
 implements only the points it needs, keeps its state in its own package, and the placer runs
-each point over the enabled extensions in the order of the one list (placer/enabled.py). The
+each point over the enabled extensions in the order of the one list (enabled.py). The
 placer names no extension.
 
 The points, as a group's decision meets them:
