@@ -21,13 +21,18 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.partly.bound import BoundMetrics, PartlyBound
 from webhook.groups.gang.kube import KubeGangApi, podgroup_watch
-from webhook.groups.gang.place import Gang, GangMetrics
+from webhook.groups.gang.place import NativeGang
+from webhook.groups.imex.extension import ImexChannels
 from webhook.groups.imex.kube import KubeDomainApi, domain_watch, template_watch
-from webhook.groups.imex.place import Imex, ImexMetrics
+from webhook.groups.imex.place import ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.preempt.extension import Preemption
+from webhook.groups.preempt.state import PreemptMetrics
 from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.groups.timeouts import TIMEOUT, WRITE_TIMEOUT
@@ -260,10 +265,14 @@ def run_placer(
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
-    imex = Imex(KubeDomainApi(api_client), imex_metrics)  # groups' ComputeDomains
-    # PodGroups (native gang) and the partly-bound watch
-    gang = Gang(KubeGangApi(api_client, api), metrics if isinstance(metrics, GangMetrics) else None)
-    placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang, runner=api.run_all)
+    ext = Extensions(  # each with its API and metrics; their watches below
+        Preemption(api, metrics if isinstance(metrics, PreemptMetrics) else None),
+        ImexChannels(KubeDomainApi(api_client), imex_metrics),  # groups' ComputeDomains
+        NativeGang(KubeGangApi(api_client, api)),  # PodGroups
+        PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
+    )
+    placer = Placer(api, metrics=metrics, extensions=ext, runner=api.run_all)
+    imex, gang = ext.imex, ext.gang
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     # a reconcile's writes are not waited for: their answers come back through the inbox
     placer.writes.start, placer.writes.post = api.start_all, inbox.put

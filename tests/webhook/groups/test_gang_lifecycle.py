@@ -8,13 +8,18 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from typing import Any
 
 import pytest
 
 from tests.webhook.groups.burst_world import GangApi, admitted, member
-from tests.webhook.groups.fabric import gpu_pod
-from tests.webhook.groups.test_gang import arrive, bind, native_placer, unschedulable, watched
+from tests.webhook.groups.test_gang import (
+    arrive,
+    bind,
+    native_placer,
+    no_room_again,
+    unschedulable,
+    watched,
+)
 from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
@@ -73,9 +78,9 @@ def test_a_gang_larger_than_its_naming_members_shrinks_where_it_may(version: str
     podgroup-protection finalizer holds it): v1beta1's minCount is mutable and shrinks to the
     members that name it; v1alpha2's is not, so the group waits and says what to do."""
     api, placer = native_placer()
-    placer.gang.book.set_served(version)
+    placer.ext.gang.book.set_served(version)
     old = pod_group("burst", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "job-g"), version)
-    placer.gang.book.event("ADDED", api.create_podgroup("burst", old))
+    placer.ext.gang.book.event("ADDED", api.create_podgroup("burst", old))
     for i in range(4):
         arrive(api, placer, admitted(member("g", i, 4), native=i >= 1))
     pg = api.podgroups[("burst", "gpufabric-g")]
@@ -122,7 +127,7 @@ def test_a_podgroup_of_an_earlier_owner_is_adopted_by_this_one(
     api, placer = native_placer()
     old = pod_group("burst", "gpufabric-g", "g", 2, earlier, "v1alpha2")
     made = api.create_podgroup("burst", old)
-    placer.gang.book.event("ADDED", made)
+    placer.ext.gang.book.event("ADDED", made)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     pg = api.podgroups[("burst", "gpufabric-g")]
@@ -131,7 +136,7 @@ def test_a_podgroup_of_an_earlier_owner_is_adopted_by_this_one(
         {"apiVersion": "batch/v1", "kind": "Job", "name": "g", "uid": "job-g"}
     ]
     assert api.log[-3:] == [("podgroup-patched", "gpufabric-g"), ("patch", "g-0"), ("patch", "g-1")]
-    assert placer.gang.book.by_name[("burst", "gpufabric-g")].owner_uid == "job-g"
+    assert placer.ext.gang.book.by_name[("burst", "gpufabric-g")].owner_uid == "job-g"
 
 
 def test_a_podgroup_being_deleted_serves_until_no_pod_names_it() -> None:
@@ -141,7 +146,7 @@ def test_a_podgroup_being_deleted_serves_until_no_pod_names_it() -> None:
     old = pod_group("burst", "gpufabric-g", "g", 2, ("batch/v1", "Job", "g", "job-old"), "v1alpha2")
     made = api.create_podgroup("burst", old)
     made["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
-    placer.gang.book.event("MODIFIED", made)
+    placer.ext.gang.book.event("MODIFIED", made)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     assert len(api.patches) == 2 and ("podgroup-patched", "gpufabric-g") not in api.log
@@ -165,7 +170,7 @@ def test_a_podgroup_lost_while_members_wait_for_it_is_made_again() -> None:
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     (made,) = api.podgroups.values()
     del api.podgroups[("burst", "gpufabric-g")]  # kubectl delete, or the garbage collector
-    placer.gang.book.event("DELETED", made)
+    placer.ext.gang.book.event("DELETED", made)
     placer.reconcile()
     (again,) = api.podgroups.values()
     assert again["metadata"]["uid"] != made["metadata"]["uid"]
@@ -173,7 +178,7 @@ def test_a_podgroup_lost_while_members_wait_for_it_is_made_again() -> None:
     bind(api, placer, "g-0", "node-0000")
     bind(api, placer, "g-1", "node-0001")
     del api.podgroups[("burst", "gpufabric-g")]
-    placer.gang.book.event("DELETED", again)
+    placer.ext.gang.book.event("DELETED", again)
     api.now = 100.0
     placer.reconcile()
     assert not api.podgroups  # all bound: nothing waits for it (a replacement's ensure makes it)
@@ -207,25 +212,13 @@ def test_a_member_the_scheduler_preempts_for_is_not_stuck() -> None:
 def release_pending(budget_allows: int) -> tuple[GangApi, Placer]:
     """A gang of 4, 3 bound and Running under one budget, whose evicted 4th member came back and
     finds no room: due for release at 75 s."""
-    api, placer, _ = watched(job=True)
-    for i in range(3):
-        bind(api, placer, f"g-{i}", f"node-000{i}")
-    pdb = api.add_pdb("train", {"gpufabric.io/group": "g"}, budget_allows, namespace="burst")
-    placer.budgets_listed([pdb])
-    placer.pod_event("ADDED", api.create(other_pod()))
-    api.now = 60.0
-    placer.reconcile()
-    for p in api.gone:
-        placer.pod_event("DELETED", p)
-    api.gone = []
-    again = member("g", 3, 4, level="leaf")
-    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
-    arrive(api, placer, admitted(again, native=False))
+
+    def budget(api: GangApi, placer: Placer) -> None:
+        pdb = api.add_pdb("train", {"gpufabric.io/group": "g"}, budget_allows, namespace="burst")
+        placer.budgets_listed([pdb])
+
+    api, placer, _ = no_room_again(budget)
     return api, placer
-
-
-def other_pod() -> dict[str, Any]:
-    return gpu_pod("other", 8, namespace="x", node_name="node-0003")
 
 
 def test_a_release_one_budget_cannot_allow_whole_evicts_none() -> None:
@@ -244,4 +237,4 @@ def test_a_release_one_budget_cannot_allow_whole_evicts_none() -> None:
     placer.reconcile()
     assert sorted(n for k, n in api.log if k == "evict") == ["g-0", "g-1", "g-2", "g-3"]
     # what the release spent is counted until the watch says so: nothing left for another plan
-    assert placer.preempt.budgets.by_namespace["burst"]["train"].allowed == 0
+    assert placer.ext.preempt.budgets.by_namespace["burst"]["train"].allowed == 0
