@@ -20,7 +20,7 @@ BACKENDS = {
         "webhook/labeler/kube.py",
         "webhook/groups/kube.py",
         "webhook/groups/imex/kube.py",
-        "webhook/groups/gang/kube.py",
+        "webhook/groups/framework/ownedkube.py",
         "webhook/leader/kube.py",
         "webhook/export/kube.py",
         "certs/bootstrap.py",

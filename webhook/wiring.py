@@ -160,7 +160,7 @@ def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
 
 def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
     """ComputeDomains and NVLink domain sizes for admission (webhook.groups.imex.inject)."""
-    from webhook.groups.imex.kube import domain_watch
+    from webhook.groups.framework.ownedkube import owned_watch
 
     s.nodes.subscribe(
         Paged(
@@ -170,14 +170,14 @@ def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
         ),
         lambda kind, obj: sizes.event(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
-    s.watches.append(domain_watch("computedomains", s.api_client, state.book, lambda f: f()))
+    s.watches.append(owned_watch("computedomains", s.api_client, state.book, lambda f: f()))
 
 
 def add_gang_watch(s: Serving, book: PodGroups) -> None:
     """Whether the cluster serves PodGroups, for admission (webhook.groups.gang.admit)."""
-    from webhook.groups.gang.kube import podgroup_watch
+    from webhook.groups.framework.ownedkube import owned_watch
 
-    s.watches.append(podgroup_watch("podgroups", s.api_client, book, lambda f: f()))
+    s.watches.append(owned_watch("podgroups", s.api_client, book, lambda f: f()))
 
 
 def add_labeler(s: Serving) -> None:

@@ -21,9 +21,11 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from webhook.groups.gang.kube import KubeGangApi, podgroup_watch
+from webhook.groups.framework.ownedkube import KubeOwnedApi, owned_watch
+from webhook.groups.gang.names import PODGROUPS
 from webhook.groups.gang.place import Gang, GangMetrics
-from webhook.groups.imex.kube import KubeDomainApi, domain_watch, template_watch
+from webhook.groups.imex.kube import template_watch
+from webhook.groups.imex.names import COMPUTE_DOMAINS
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
@@ -239,15 +241,16 @@ def run_placer(
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
-    imex = Imex(KubeDomainApi(api_client), imex_metrics)  # groups' ComputeDomains
-    # PodGroups (native gang) and the partly-bound watch
-    gang = Gang(KubeGangApi(api_client, api), metrics if isinstance(metrics, GangMetrics) else None)
+    imex = Imex(KubeOwnedApi(api_client, COMPUTE_DOMAINS), imex_metrics)  # groups' ComputeDomains
+    # PodGroups (native gang) and the partly-bound watch (members evicted by the placer's API)
+    gang_metrics = metrics if isinstance(metrics, GangMetrics) else None
+    gang = Gang(api, gang_metrics, owned=KubeOwnedApi(api_client, PODGROUPS))
     placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang, runner=api.run_all)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
-        domain_watch("placer-computedomains", api_client, imex.book, inbox.put),
+        owned_watch("placer-computedomains", api_client, imex.book, inbox.put),
         template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),
-        podgroup_watch("placer-podgroups", api_client, gang.book, inbox.put),
+        owned_watch("placer-podgroups", api_client, gang.book, inbox.put),
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),

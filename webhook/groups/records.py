@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
+from webhook.groups.framework.owned import Owner, controller_of
 from webhook.groups.gang.fields import named_group, nominated_node, scheduler_message
 from webhook.groups.imex.domains import claimed_templates
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
 from webhook.groups.objects import pod_gpus
-from webhook.groups.owned import Owner, controller_of
 from webhook.groups.preempt.budgets import Labels, labels_of
 from webhook.groups.preempt.index import Running
 from webhook.groups.selector import Selector, selector_of

@@ -1,5 +1,5 @@
 """How long the placer waits on the API server: one set of numbers for its pod writes
-(groups/kube.py) and the PodGroups and ComputeDomains it owns (gang/kube.py, imex/kube.py)."""
+(groups/kube.py) and the PodGroups and ComputeDomains it owns (framework/ownedkube.py)."""
 
 from __future__ import annotations
 

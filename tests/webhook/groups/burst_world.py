@@ -47,8 +47,8 @@ class GangApi(FakeApi):
         self.log.append(("patch", name))
         self.changed.append((namespace, name))
 
-    def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """As KubeGangApi: one of the name there already (409) is read back."""
+    def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeOwnedApi: one of the name there already (409) is read back."""
         obj = copy.deepcopy(dict(body))
         name = obj["metadata"]["name"]
         if (namespace, name) in self.podgroups:
@@ -58,7 +58,7 @@ class GangApi(FakeApi):
         self.log.append(("podgroup", name))
         return copy.deepcopy(obj)
 
-    def patch_podgroup(
+    def patch_owned(
         self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         """A merge patch (None deletes a key), refused (409) when metadata.uid differs."""
@@ -69,7 +69,7 @@ class GangApi(FakeApi):
         self.log.append(("podgroup-patched", name))
         return copy.deepcopy(self.podgroups[(namespace, name)])
 
-    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
+    def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
         have = self.podgroups.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
             del self.podgroups[(namespace, name)]
@@ -281,7 +281,7 @@ class World:
         self.rng = random.Random(seed)
         self.native = native
         self.api = GangApi()
-        self.gang = Gang(self.api, clock=lambda: self.now, after=after)
+        self.gang = Gang(self.api, clock=lambda: self.now, after=after, owned=self.api)
         self.gang.book.set_served("v1alpha2" if native else "")
         self.placer = Placer(self.api, clock=lambda: self.now, gang=self.gang)
         objs = fabric(nodes, leaf=leaf, spine_leaves=spine_leaves)

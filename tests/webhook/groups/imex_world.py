@@ -75,18 +75,19 @@ class FakeDomains:
         self.templates: Templates | None = None
         self.lag = False
 
-    def create_domain(
-        self, namespace: str, body: Mapping[str, Any], nodes: int
-    ) -> Mapping[str, Any]:
+    def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeOwnedApi on the driver from v0.4.0: numNodes left out (the CRD does not
+        require it), refused (422) where the CRD would refuse it; one of the name there already
+        (409) read back."""
+        nodes = body["spec"]["numNodes"]
+        body = {**body, "spec": {k: v for k, v in body["spec"].items() if k != "numNodes"}}
         wrong = problems(body)
         if wrong:
             what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
             raise Rejected("computedomains/create", what, 422, "; ".join(wrong))
         name = body["metadata"]["name"]
         if (namespace, name) in self.objects:
-            what = f"create of ComputeDomain {namespace}/{name}"
-            message = f'computedomains.resource.nvidia.com "{name}" already exists'
-            raise Rejected("computedomains/create", what, 409, message)
+            return copy.deepcopy(self.objects[(namespace, name)])
         self.serial += 1
         obj = copy.deepcopy(dict(body))
         obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}
@@ -112,7 +113,7 @@ class FakeDomains:
             made.append(rct)
         return made
 
-    def delete_domain(self, namespace: str, name: str, uid: str) -> None:
+    def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
         if self.refuse_delete:
             raise RuntimeError("HTTP 500")
         have = self.objects.get((namespace, name))
@@ -123,8 +124,8 @@ class FakeDomains:
                 del self.objects[(namespace, name)]
             self.log.append(("delete", name, len(self.pods.patches)))
 
-    def patch_domain(
-        self, namespace: str, name: str, patch: Mapping[str, Any]
+    def patch_owned(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         """A merge patch of metadata (owned.adoption): metadata.uid a precondition (409)."""
         have = self.objects.get((namespace, name))
@@ -142,7 +143,7 @@ class FakeDomains:
         self.log.append(("patch", name, len(self.pods.patches)))
         return copy.deepcopy(have)
 
-    def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
+    def release_owned(self, namespace: str, name: str, uid: str, version: str, index: int) -> None:
         have = self.objects.get((namespace, name))
         if have is None or have["metadata"]["uid"] != uid:
             return

@@ -122,7 +122,7 @@ def test_slim_keeps_what_the_watch_and_the_view_read() -> None:
 # -- the placer makes the PodGroup before the first gate goes, deletes it after the last pod ---
 def native_placer(served: bool = True) -> tuple[GangApi, Placer]:
     api = GangApi()
-    gang = Gang(api, clock=lambda: api.now)
+    gang = Gang(api, clock=lambda: api.now, owned=api)
     gang.book.set_served("v1alpha2" if served else "")
     placer = Placer(api, clock=lambda: api.now, gang=gang)
     placer.nodes_listed(fabric(16))
@@ -247,7 +247,7 @@ class Recorded:
 def watched(job: bool) -> tuple[GangApi, Placer, Recorded]:
     api = GangApi()
     metrics = Recorded()
-    gang = Gang(api, metrics, clock=lambda: api.now)
+    gang = Gang(api, metrics, clock=lambda: api.now, owned=api)
     placer = Placer(api, clock=lambda: api.now, gang=gang)
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])

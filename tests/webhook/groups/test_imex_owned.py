@@ -1,4 +1,4 @@
-"""The group's ComputeDomain on the lifecycle of the placer's owned objects (owned.py), as the
+"""The group's ComputeDomain on the lifecycle of the placer's owned objects (framework/lifecycle.py), as the
 PodGroup has it: adopted only by the members' controller's UID, made again when lost while its
 placed members live, let go when it is being deleted and none of the group holds its channel."""
 
@@ -27,7 +27,7 @@ def verbs(domains: FakeDomains) -> list[str]:
 
 
 def earlier_domain(domains: FakeDomains, placer: Placer) -> dict[str, Any]:
-    made = dict(domains.create_domain("team-a", compute_domain("team-a", "moe", EARLIER), 2))
+    made = dict(domains.create_owned("team-a", compute_domain("team-a", "moe", EARLIER, 2)))
     placer.imex.book.event("ADDED", made)
     domains.log.clear()
     return made
@@ -93,7 +93,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
         pod["status"]["phase"] = "Running"
         placer.pod_event("MODIFIED", pod)
     # the Job deleted: the garbage collector deletes its ComputeDomain; the finalizer holds it
-    domains.delete_domain("team-a", "moe", first["metadata"]["uid"])
+    domains.delete_owned("team-a", "moe", first["metadata"]["uid"], "v1beta1")
     placer.imex.book.event("MODIFIED", domains.objects[KEY])
     for name in ("w-00", "w-01"):
         terminating(api, placer, name)

@@ -137,7 +137,7 @@ def test_one_by_one_answers_each_call_and_skips_all_once_stopping() -> None:
 
 def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
     api = GangApi()
-    gang = Gang(api, clock=lambda: api.now)
+    gang = Gang(api, clock=lambda: api.now, owned=api)
     gang.book.set_served(True)
     placer = Placer(api, clock=lambda: api.now, gang=gang)
     placer.nodes_listed(fabric(16))

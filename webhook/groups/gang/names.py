@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from webhook.groups.framework.owned import OwnedKind
+
 PG_GROUP: Final = "scheduling.k8s.io"
 # The versions gpufabric writes, newest first: the cluster's is the first it serves (1.37 serves
 # v1beta1 and no longer v1alpha2; 1.36 only v1alpha2; both only with GenericWorkload on).
@@ -15,8 +17,10 @@ PG_VERSIONS: Final = ("v1beta1", "v1alpha2")
 MUTABLE_MIN_COUNT: Final = frozenset({"v1beta1"})
 PG_PLURAL: Final = "podgroups"
 PG_KIND: Final = "PodGroup"
-
-# On the PodGroups the placer makes: groups/owned.py (labels and owner, as on ComputeDomains).
+# The PodGroups the placer makes (framework/owned.py: labels and owner, as on ComputeDomains):
+# watched only ours; one being deleted still serves its group (kube-scheduler goes on using it
+# while the podgroup-protection finalizer holds it for the pods that name it).
+PODGROUPS: Final = OwnedKind(PG_GROUP, PG_PLURAL, PG_KIND, PG_VERSIONS, serves_deleted=True)
 
 # How long ungated members may stay unbound while others of their group are bound before the
 # placer calls the group partly bound (Event GroupPartlyBound; deleted when a controller

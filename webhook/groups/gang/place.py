@@ -6,8 +6,9 @@ cluster serves, a gang of the members that name it (all of them, unless some wer
 PodGroups were known served: a pod's spec.schedulingGroup never changes, and kube-scheduler counts
 only the pods that name the group), so kube-scheduler binds them together or not at all; and the
 group's clock starts. The PodGroup is the group's only while it is ours and names the members'
-controller by UID (owned.py): one of an earlier controller is adopted (made to name this one), as
-it can neither be made anew nor waited for while the members name it; a lost one is made again.
+controller by UID (framework/lifecycle.py, as a ComputeDomain): one of an earlier controller is
+adopted (made to name this one), as it can neither be made anew nor waited for while the members
+name it; a lost one is made again.
 `tick` (each reconcile): our PodGroups whose group has no pod left are deleted, and every group
 ungated since is watched until all its members are bound. Members still unbound
 PARTLY_BOUND_AFTER seconds after the group was ungated while others are bound get Event
@@ -23,21 +24,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
+from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
+from webhook.groups.framework.owned import shared_owner
 from webhook.groups.gang.names import (
     MUTABLE_MIN_COUNT,
     PARTLY_BOUND_AFTER,
-    PG_GROUP,
-    PG_PLURAL,
+    PODGROUPS,
     podgroup_name,
 )
-from webhook.groups.gang.podgroups import Book, Made, gang_spec, made_of, pod_group, too_large
+from webhook.groups.gang.podgroups import Book, Made, gang_spec, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
 from webhook.groups.names import GroupKey
-from webhook.groups.owned import adoption, shared_owner, verdict, waiting_words
 from webhook.groups.preempt.budgets import Budgets, Ledger
 from webhook.groups.preempt.state import Outcome
 from webhook.groups.records import PodRecord, pod_ref
@@ -50,20 +50,10 @@ SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous lead
 # controller to make them again and for the placer to decide; a preemption in the domain that
 # takes longer loses to the release, and the gang is placed anew.
 RELEASE_AFTER = 15.0
-SERVED = f"{PG_PLURAL}.{PG_GROUP}"
 
 
 class GangApi(Protocol):
-    def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The created object (the one there already, when it exists)."""
-
-    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
-        """Delete it if it is still that object (a precondition on the UID); gone is fine."""
-
-    def patch_podgroup(
-        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
-        """A merge patch (metadata.uid in it: only that object); the object as patched."""
+    """The placer's Evictions and Events (groups/kube.py KubePlacerApi)."""
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
@@ -88,17 +78,17 @@ class Gang:
         metrics: GangMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         after: float = PARTLY_BOUND_AFTER,
+        owned: OwnedApi | None = None,
     ) -> None:
+        """`owned`: the PodGroups' writes (none: PodGroups are not served)."""
         self.api, self.metrics, self.clock, self.after = api, metrics, clock, after
         self.book = Book()
-        if api is None:
-            self.book.unserved()  # no API: nothing is served (tests of plain groups)
+        self.podgroups = Lifecycle(self.book, owned)  # made, adopted, made again, deleted
         self.since: dict[GroupKey, float] = {}  # last ungating of a group not all bound yet
         self.partly: set[GroupKey] = set()  # partly bound past the bound, at the last tick
         self.told: set[str] = set()  # members reported (and deleted where they come back)
         self.recovering: dict[GroupKey, float] = {}  # groups whose unbound members we evicted
         self._scan_at = 0.0
-        self._asked: set[tuple[str, str]] = set()  # PodGroups asked for early, not answered
 
     # -- before ungating ---------------------------------------------------------------------
     def early(self, key: GroupKey, size: int, recs: Sequence[PodRecord], writes: Writes) -> None:
@@ -107,25 +97,12 @@ class Gang:
         stood between the last member and the ungating; issue 38). Its owner: the controller the
         members so far share. A failure is only logged: `ensure` makes it then."""
         name = podgroup_name(key[1])
-        where = (key[0], name or "")
-        if name is None or self.api is None or self.book.served is not True:
+        if name is None or not any(r.pod_group == name for r in recs):
             return
-        if where in self._asked or where in self.book.by_name:
-            return
-        if not any(r.pod_group == name for r in recs):
-            return
-        self._asked.add(where)
         want = max(1, size - sum(1 for r in recs if r.pod_group != name))
         owner = shared_owner(r.owner for r in recs)
-        body = pod_group(key[0], name, key[1], want, owner, self.book.version)
-        writes.add(partial(self.api.create_podgroup, key[0], body), partial(self._made, where))
-
-    def _made(self, where: tuple[str, str], result: object) -> None:
-        self._asked.discard(where)
-        if isinstance(result, Mapping) and made_of(result) is not None:
-            self.book.event("ADDED", result)
-        elif isinstance(result, Exception):
-            log.warning("podgroup not made early", extra={"podgroup": where[1], "error": result})
+        body = partial(pod_group, key[0], name, key[1], want, owner, self.book.version)
+        self.podgroups.early(key[0], name, body, writes.add)
 
     def ensure(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> str | None:
         """Why the group must wait, or None once its PodGroup (where it has one) exists."""
@@ -141,37 +118,28 @@ class Gang:
         if name is None or not any(r.pod_group == name for r in recs):
             return None
         if self.book.served is None:
-            return f"its members name PodGroup {name}; waiting for the first list of {SERVED}"
-        if not self.book.served or self.api is None:
+            listed = PODGROUPS.resource
+            return f"its members name PodGroup {name}; waiting for the first list of {listed}"
+        if not self.book.served or self.podgroups.api is None:
             return None  # none served: kube-scheduler gates on no PodGroup, nothing to wait for
         owner = shared_owner(r.owner for r in recs)
         # the members that do not name it never will (spec.schedulingGroup is immutable) and
         # kube-scheduler's PreEnqueue waits for minCount pods that do: the gang is the others
         want = max(1, size - sum(1 for r in recs if r.pod_group != name))
-        have = self.book.by_name.get((key[0], name))
-        if have is None:
-            body = pod_group(key[0], name, key[1], want, owner, self.book.version)
-            made = self.api.create_podgroup(key[0], body)
-            have = made_of(made)
-            if have is None:  # one of the name that is not ours (create answered 409)
-                return waiting_words("foreign", "PodGroup", name, key[0])
-            self.book.event("ADDED", made)
-        v = verdict(have.found, key[1], owner)
-        if v == "foreign":
-            return waiting_words(v, "PodGroup", name, key[0])
-        # Neither made anew nor waited for: kube-controller-manager's podgroup-protection
-        # finalizer keeps a PodGroup while pods name it (ours do, gated or not), and
-        # kube-scheduler goes on using it meanwhile, deleted or not.
-        patch = adoption(have.uid, owner) if v == "earlier" else {}
-        if have.min_count > want:  # a gang larger than the members that can join never binds
-            if self.book.version not in MUTABLE_MIN_COUNT:
+        version = self.book.version
+
+        def fit(have: Made) -> Mapping[str, Any] | str:
+            """A gang larger than the members that can join never binds: shrunk where its
+            minCount may change, else the group waits and says so."""
+            if have.min_count <= want:
+                return {}
+            if version not in MUTABLE_MIN_COUNT:
                 return too_large(name, have.min_count, want)
-            patch = {**(patch or {"metadata": {"uid": have.uid}}), "spec": gang_spec(want)}
-        if patch:
-            self.book.event(
-                "MODIFIED", self.api.patch_podgroup(key[0], name, self.book.version, patch)
-            )
-        return None
+            return {"spec": gang_spec(want)}
+
+        body = partial(pod_group, key[0], name, key[1], want, owner, version)
+        got = self.podgroups.own(key, name, owner, body, fit=fit)
+        return got if isinstance(got, str) else None
 
     # -- each reconcile ----------------------------------------------------------------------
     def tick(
@@ -186,7 +154,7 @@ class Gang:
         groups the placer could not seat at its last try; `budgets`: the cluster's
         PodDisruptionBudgets (preempt/budgets.py), counted over a whole release."""
         if synced:
-            self._sweep(groups)
+            self.podgroups.sweep(groups)  # ours whose group has no pod left: deleted
         now = self.clock()
         keys = set(self.since) | self.recovering.keys()
         if now >= self._scan_at:
@@ -224,15 +192,9 @@ class Gang:
         """Ungated members waiting for a PodGroup that is gone (deleted by hand, or by the
         garbage collector): it is made again (gated ones get it from `ensure`)."""
         name = podgroup_name(key[1])
-        if name is None or (key[0], name) in self.book.by_name:
-            return
-        try:
-            why = self._own(key, size, [r for r in recs if r.member])
-        except Exception:  # noqa: BLE001 - asked again at the next look
-            log.warning("podgroup not made again", extra={"podgroup": f"{key[0]}/{name}"})
-            return
-        if why is not None:
-            log.info("podgroup not made again", extra={"podgroup": f"{key[0]}/{name}", "why": why})
+        if name is not None:
+            live = [r for r in recs if r.member]
+            self.podgroups.again(key, name, lambda: self._own(key, size, live))
 
     def _stuck(
         self, key: GroupKey, b: Binding, now: float, waits: bool, budgets: Budgets | None
@@ -297,18 +259,3 @@ class Gang:
         self.told.add(rec.uid)
         if deleted:
             self.recovering.setdefault(key, self.clock())
-
-    def _sweep(self, groups: Mapping[GroupKey, object]) -> None:
-        """Delete our PodGroups whose group has no pod left."""
-        for m in list(self.book.by_name.values()):
-            if (m.namespace, m.group) not in groups and not m.deleting:
-                self._delete(m)
-
-    def _delete(self, m: Made) -> None:
-        assert self.api is not None  # noqa: S101 - a book with entries implies an API
-        try:
-            self.api.delete_podgroup(m.namespace, m.name, m.uid, self.book.version)
-        except Exception:  # noqa: BLE001 - retried on the next reconcile
-            log.warning("podgroup not deleted", extra={"podgroup": f"{m.namespace}/{m.name}"})
-            return
-        self.book.by_name[(m.namespace, m.name)] = replace(m, deleting=True)

@@ -1,15 +1,16 @@
 """PodGroups as gpufabric reads and writes them: the object the placer creates for a group (in
-the version the cluster serves), and the book of the PodGroups it made (kept current from a list
-and watch). Pure."""
+the version the cluster serves), and the book of the PodGroups it made (framework/owned.py's,
+kept current by its watch). Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.gang.names import PG_GROUP, PG_KIND
-from webhook.groups.owned import Found, Owner, found_of, our_group, owned_meta
+from webhook.groups.framework import owned
+from webhook.groups.framework.owned import Found, Owner, found_of, our_group, owned_meta
+from webhook.groups.gang.names import PG_GROUP, PG_KIND, PODGROUPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +22,9 @@ class Made:
     uid: str
     group: str
     deleting: bool = False
-    owner_uid: str = ""  # the controller it names (owned.py: adopted only by that UID)
+    owner_uid: str = ""  # the controller it names (framework/owned.py: adopted only by that UID)
     min_count: int = 0  # spec.schedulingPolicy.gang.minCount
+    finalizers: tuple[str, ...] = ()  # none of the placer's (owned.OwnedKind.finalizer)
 
     @property
     def found(self) -> Found:
@@ -46,6 +48,7 @@ def made_of(obj: Mapping[str, Any]) -> Made | None:
         deleting=found.deleting,
         owner_uid=found.owner_uid,
         min_count=count if isinstance(count, int) else 0,
+        finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
     )
 
 
@@ -82,35 +85,8 @@ def too_large(name: str, min_count: int, members: int) -> str:
     )
 
 
-class Book:
+class Book(owned.Book[Made]):
     """Our PodGroups, and whether (in which version) the cluster serves the kind at all."""
 
     def __init__(self) -> None:
-        self.served: bool | None = None  # None: not known yet (no list answered)
-        self.version = ""  # the version served (names.PG_VERSIONS), "" when none
-        self.by_name: dict[tuple[str, str], Made] = {}
-
-    def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
-        """A whole list (`set_served` said before whether the kind is served)."""
-        self.by_name = {}
-        for obj in items:
-            self.event("ADDED", obj)
-
-    def set_served(self, version: str) -> None:
-        """The version of podgroups.scheduling.k8s.io the API server serves ("": none, every
-        version answered HTTP 404)."""
-        self.served, self.version = bool(version), version
-        if not version:
-            self.by_name = {}
-
-    def unserved(self) -> None:
-        self.set_served("")
-
-    def event(self, kind: str, obj: Mapping[str, Any]) -> None:
-        m = made_of(obj)
-        if m is None:
-            return
-        if kind == "DELETED":
-            self.by_name.pop((m.namespace, m.name), None)
-        else:
-            self.by_name[(m.namespace, m.name)] = m
+        super().__init__(PODGROUPS, made_of)

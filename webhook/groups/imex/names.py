@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from webhook.groups.framework.owned import OwnedKind
+
 ANN_COMPUTE_DOMAIN: Final = "gpufabric.io/compute-domain"
 Mode = Literal["required", "preferred"]
 MODES: Final[tuple[Mode, ...]] = ("required", "preferred")
@@ -25,7 +27,19 @@ FINALIZER: Final = "gpufabric.io/group-members"
 TEMPLATE_TARGET: Final = "resource.nvidia.com/computeDomainTarget"
 TEMPLATES: Final = "resourceclaimtemplates.resource.k8s.io"
 
-# On the ComputeDomains the placer makes: groups/owned.py (labels and owner).
+# The ComputeDomains (framework/owned.py: labels and owner, as on PodGroups): every one watched
+# (a user's declares templates its pods claim); numNodes sent only where the CRD requires it
+# (v25.3-v25.12: there the IMEX daemons may wait for that many peers, and 0 would never form
+# the IMEX domain); the placer's finalizer holds each it made until the last member is gone.
+COMPUTE_DOMAINS: Final = OwnedKind(
+    CD_GROUP,
+    CD_PLURAL,
+    CD_KIND,
+    (CD_VERSION,),
+    only_ours=False,
+    finalizer=FINALIZER,
+    optional=("numNodes",),
+)
 # On a pod outside any group that claims a user-made ComputeDomain's channel: the UID of that
 # ComputeDomain, which the pod's required pod affinity selects.
 LABEL_POD_DOMAIN: Final = "gpufabric.io/compute-domain-uid"

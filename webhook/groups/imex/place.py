@@ -8,29 +8,30 @@ channels are taken, before the driver labels them) and `sweep` on each reconcile
 read from listed state (the group's pods and the ComputeDomains labelled as ours), so a restarted
 placer deletes what its predecessor left and never one whose group still has a pod.
 
-The ComputeDomain follows the lifecycle of the placer's owned objects (owned.py), as the
-PodGroup does: one of the group's name is the group's only while it is ours and names the
-members' controller by UID; one of an earlier controller is adopted; one the group's placed
-members still claim is made again when it is lost; one being deleted while none of the group
-holds its channel (the members' controller was made again) is let go (the placer's finalizer
-off), and made anew once gone.
+The ComputeDomain follows the one lifecycle of the placer's owned objects
+(framework/lifecycle.py), as the PodGroup does: one of the group's name is the group's only while
+it is ours and names the members' controller by UID; one of an earlier controller is adopted; one
+the group's placed members still claim is made again when it is lost; one being deleted while
+none of the group holds its channel (the members' controller was made again) is let go (the
+placer's finalizer off), and made anew once gone.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Protocol
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Request
+from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
+from webhook.groups.framework.owned import Owner, shared_owner
 from webhook.groups.imex.channels import Channels, channel_id
-from webhook.groups.imex.domains import Book, Domain, compute_domain, domain_of
+from webhook.groups.imex.domains import Book, Domain, compute_domain
 from webhook.groups.imex.names import (
     ANN_COMPUTE_DOMAIN,
     CD_CRD,
-    FINALIZER,
     MODES,
     NODE_LABEL,
     TEMPLATES,
@@ -40,30 +41,7 @@ from webhook.groups.imex.names import (
 from webhook.groups.imex.nodes import excluding
 from webhook.groups.imex.templates import Templates
 from webhook.groups.names import NVLINK_LEVEL, GroupKey, choice
-from webhook.groups.owned import Owner, adoption, shared_owner, verdict, waiting_words
 from webhook.groups.records import PodRecord
-
-log = logging.getLogger(__name__)
-
-
-class DomainApi(Protocol):
-    def create_domain(
-        self, namespace: str, body: Mapping[str, Any], nodes: int
-    ) -> Mapping[str, Any]:
-        """The created object (with numNodes = `nodes` where the served CRD requires the field);
-        raises refusals.Rejected when the API server refuses it."""
-
-    def patch_domain(
-        self, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
-        """A merge patch (metadata.uid in it: only that object); the object as patched."""
-
-    def delete_domain(self, namespace: str, name: str, uid: str) -> None:
-        """Delete it if it is still that object (a precondition on the UID); gone is fine."""
-
-    def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
-        """Remove the placer's finalizer, metadata.finalizers[index], if it is still there on
-        that object; gone is fine."""
 
 
 class ImexMetrics(Protocol):
@@ -88,20 +66,21 @@ def mode_of(annotations: Mapping[str, Any]) -> Mode | None:
 
 
 class Imex:
-    def __init__(self, api: DomainApi | None = None, metrics: ImexMetrics | None = None) -> None:
-        self.api, self.metrics = api, metrics
+    def __init__(self, api: OwnedApi | None = None, metrics: ImexMetrics | None = None) -> None:
+        self.metrics = metrics
         self.book = Book()
+        # made, adopted, made again, released and deleted (counted: the ComputeDomains metric)
+        self.domains = Lifecycle(self.book, api, self._counted)
         self.templates = Templates()  # the channel templates NVIDIA's controller made
         if api is None:
-            self.book.unserved()  # no API: nothing is served (tests of plain groups)
-            self.templates.set_served(False)
+            self.templates.set_served(False)  # no API: nothing is served (plain groups' tests)
         self.synced = False  # the pods are listed: an empty group is truly empty
         self.needs: dict[GroupKey, Need] = {}
         self.left_over = 0  # our ComputeDomains whose group is gone, not deleted yet
         self.channels = Channels()  # which node's channel which pod holds or was promised
         self.holding: dict[str, PodRecord] = {}  # the pods in `channels`, whose groups need one
         self.unresolved: dict[str, PodRecord] = {}  # pods claiming templates no CD declares yet
-        self._resolved_at = -1  # the book's version the unresolved pods were last tried with
+        self._resolved_at = -1  # the book's changes the unresolved pods were last tried with
         self.view = CapacityView()  # the placer's, whose node labels the channels go into
 
     def need(self, key: GroupKey, recs: Sequence[PodRecord]) -> Need | None:
@@ -136,7 +115,7 @@ class Imex:
             return f"compute-domain {need.mode}: this cluster does not serve {CD_CRD}"
         have = self.book.by_name.get((key[0], need.name))
         if not need.user:
-            why = self._judged(key, need, have, recs)
+            why = self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need))
             if why:
                 return why
         self.needs[key] = need
@@ -162,10 +141,10 @@ class Imex:
             return ""
         have = self.book.by_name.get((key[0], need.name))
         if not need.user:
-            why = self._judged(key, need, have, recs)
-            if why:
-                return why
-            have = self._own(key, have, recs)
+            got = self._own(key, need, recs)
+            if isinstance(got, str):
+                return got
+            have = got
         if have is None or self.templates.ready(key[0], need.template, have.uid):
             return ""
         if self.templates.served is None:
@@ -176,37 +155,17 @@ class Imex:
             "ungated once it exists)"
         )
 
-    def _judged(
-        self, key: GroupKey, need: Need, have: Domain | None, recs: Sequence[PodRecord]
-    ) -> str:
-        """Why the group cannot have the ComputeDomain of its name (owned.py verdict), '' when
-        it can: there is none, or it is the group's, or it is to be adopted."""
-        v = verdict(None if have is None else have.found, key[1], _owner(recs))
-        if have is not None and v != "foreign" and have.template != need.template:
-            v = "foreign"  # ours by its labels, yet not declaring the template the members claim
-        if v in ("foreign", "deleting"):
-            return waiting_words(v, "ComputeDomain", need.name, key[0])
-        return ""
+    def _counted(self, made: int, deleted: int) -> None:
+        if self.metrics is not None:
+            self.metrics.domain_made(made, deleted)
 
-    def _own(self, key: GroupKey, have: Domain | None, recs: Sequence[PodRecord]) -> Domain:
-        """The group's ComputeDomain: made (`have` None), adopted (an earlier controller's:
-        its ownerReference set to the members' controller, so that the earlier one's deletion
-        cannot take it away) or kept; `_judged` said it may be. Raises refusals.Rejected."""
-        assert self.api is not None  # noqa: S101 - served implies an API
-        owner = _owner(recs)
-        if have is None:
-            body = compute_domain(key[0], key[1], owner)
-            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
-            made = self.api.create_domain(key[0], body, size)  # one member a node
-            self.book.event("ADDED", made)
-            if self.metrics is not None:
-                self.metrics.domain_made(1, 0)
-            return domain_of(made)
-        if verdict(have.found, key[1], owner) != "earlier":
-            return have
-        patched = self.api.patch_domain(key[0], have.name, adoption(have.uid, owner))
-        self.book.event("MODIFIED", patched)
-        return domain_of(patched)
+    def _own(self, key: GroupKey, need: Need, recs: Sequence[PodRecord]) -> Domain | str:
+        """The group's ComputeDomain made, adopted or kept (framework/lifecycle.py), or why the
+        group waits: one of its name not ours, or not declaring the template the members claim,
+        or being deleted. Raises refusals.Rejected."""
+        size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
+        body = partial(compute_domain, key[0], key[1], _owner(recs), size)  # one member a node
+        return self.domains.own(key, need.name, _owner(recs), body, partial(_declares, need))
 
     # -- channels: which nodes' channel is taken (imex/channels.py) ----------------------------
     def track(self, rec: PodRecord, node: str = "") -> None:
@@ -246,8 +205,8 @@ class Imex:
 
     def refresh(self) -> None:
         """Pods whose templates no ComputeDomain declared, tried again once the book changed."""
-        if self._resolved_at != self.book.version:
-            self._resolved_at = self.book.version
+        if self._resolved_at != self.book.changes:
+            self._resolved_at = self.book.changes
             for rec in list(self.unresolved.values()):
                 self.track(rec)
 
@@ -286,28 +245,18 @@ class Imex:
 
     def sweep(self, groups: Mapping[GroupKey, object]) -> None:
         """Our ComputeDomains whose group has no pod left (none runs under it any more): the
-        placer's finalizer off, deleted (the garbage collector may have deleted it already,
-        with the members' controller: the finalizer held it until now)."""
+        placer's finalizer off, deleted; one being deleted while none of its live group holds
+        its channel: let go, made anew after (framework/lifecycle.py)."""
         if not self.synced or not self.book.served:
             return
         self._remake(groups)
-        deleted = left = 0
         held = {ch for _, ch in self.channels.of.values()}
-        for d in self.book.ours():
-            if (d.namespace, str(d.group)) in groups:
-                if d.deleting and channel_id(d.namespace, d.template) not in held:
-                    self._release(d)  # none of the group uses it: let go, made anew after
-                continue
+        gone = self.domains.sweep(groups, lambda d: channel_id(d.namespace, d.template) in held)
+        for d in gone:  # left over until the watch says it is gone (the driver's finalizer first)
             self.needs.pop((d.namespace, str(d.group)), None)
-            left += 1  # until the watch says it is gone (the driver's finalizer runs first)
-            if self._release(d) and not d.deleting and self._delete(d):
-                deleted += 1
-        if self.metrics is not None:
-            if deleted:
-                self.metrics.domain_made(0, deleted)
-            if left != self.left_over:
-                self.metrics.domains_left_over(left)
-        self.left_over = left
+        if self.metrics is not None and len(gone) != self.left_over:
+            self.metrics.domains_left_over(len(gone))
+        self.left_over = len(gone)
 
     def _remake(self, groups: Mapping[GroupKey, object]) -> None:
         """The ComputeDomain of a live group whose placed members claim its channel, made again
@@ -321,37 +270,8 @@ class Imex:
             if key not in groups or (key[0], key[1]) in self.book.by_name:
                 continue
             need = self.need(key, recs)
-            if need is None or need.user or need.name != key[1]:
-                continue
-            try:
-                self._own(key, None, recs)
-            except Exception:  # noqa: BLE001 - asked again at the next reconcile
-                log.warning("computedomain not made again", extra={"domain": f"{key[0]}/{key[1]}"})
-
-    def _release(self, d: Domain) -> bool:
-        """The placer's finalizer off (True when it is, or was never there)."""
-        if not d.held:
-            return True
-        assert self.api is not None  # noqa: S101 - served implies an API
-        try:
-            self.api.release_domain(d.namespace, d.name, d.uid, d.finalizers.index(FINALIZER))
-        except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
-            log.warning("computedomain finalizer not removed", extra={"domain": _name(d)})
-            return False
-        kept = tuple(f for f in d.finalizers if f != FINALIZER)
-        self.book.by_name[(d.namespace, d.name)] = replace(d, finalizers=kept)
-        return True
-
-    def _delete(self, d: Domain) -> bool:
-        assert self.api is not None  # noqa: S101 - served implies an API
-        try:
-            self.api.delete_domain(d.namespace, d.name, d.uid)
-        except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
-            log.warning("computedomain not deleted", extra={"domain": _name(d)})
-            return False
-        have = self.book.by_name.get((d.namespace, d.name), d)
-        self.book.by_name[(d.namespace, d.name)] = replace(have, deleting=True)
-        return True
+            if need is not None and not need.user and need.name == key[1]:
+                self.domains.again(key, need.name, partial(self._own, key, need, recs))
 
 
 def _owner(recs: Sequence[PodRecord]) -> Owner | None:
@@ -359,8 +279,9 @@ def _owner(recs: Sequence[PodRecord]) -> Owner | None:
     return shared_owner(r.owner for r in recs)
 
 
-def _name(d: Domain) -> str:
-    return f"{d.namespace}/{d.name}"
+def _declares(need: Need, d: Domain) -> bool:
+    """Ours by its labels is not enough: it declares the template the members claim."""
+    return d.template == need.template
 
 
 def _annotations(rec: PodRecord) -> Mapping[str, Any]:

@@ -1,16 +1,17 @@
 """The objects the placer makes for a group (its PodGroup, its ComputeDomain): labelled as ours
 with the group they serve, and owned by the members' shared controller, so that deleting that
 controller deletes them too. One lifecycle for both kinds (DESIGN.md notes C, controller-runtime's
-owned objects): an object of the group's name is adopted only when it is ours, for this group and
-of the members' controller by UID (a Job deleted and made again under the same name is another
-owner: the old object goes, a new one is made); one the group still needs is made again when it
-is lost. Pure."""
+owned objects; lifecycle.py runs it): an object of the group's name is adopted only when it is
+ours, for this group and of the members' controller by UID (a Job deleted and made again under
+the same name is another owner: the old object goes, a new one is made); one the group still
+needs is made again when it is lost. Here: what a kind is (OwnedKind), whose an object is
+(verdict), and the Book of a kind's objects kept from its list and watch. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import Field, dataclass
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
 from webhook.groups.names import LABEL_GROUP, PLACER_FIELD_MANAGER
 
@@ -29,6 +30,30 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 # taken as it is; foreign: not ours (a user's, or unlabelled): left alone, the group waits and
 # says so.
 Verdict = Literal["make", "keep", "deleting", "earlier", "foreign"]
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedKind:
+    """A kind of object a group owns, as the API server serves it."""
+
+    group: str
+    plural: str
+    kind: str  # in words, Events and waiting messages ("PodGroup")
+    versions: tuple[str, ...]  # newest first: the first one the cluster serves is used
+    # The watch lists only ours (by label) or every object of the kind (a user's ComputeDomain
+    # declares channel templates the placer and admission read).
+    only_ours: bool = True
+    # A deleted one still serves its group while a finalizer holds it (kube-scheduler goes on
+    # using a PodGroup that pods name): not waited for, never made anew meanwhile.
+    serves_deleted: bool = False
+    finalizer: str = ""  # the placer's, on each it makes: held until the last member is gone
+    # spec fields sent only where the served CRD requires them: a create refused with 422 naming
+    # one is sent again with it, and so is every later one (numNodes, before the driver's v0.4)
+    optional: tuple[str, ...] = ()
+
+    @property
+    def resource(self) -> str:
+        return f"{self.plural}.{self.group}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +172,69 @@ def controller_of(meta: Mapping[str, Any]) -> Owner | None:
             if api_version and kind and name and uid:
                 return api_version, kind, name, uid
     return None
+
+
+class Listed(Protocol):
+    """One object of a kind as its Book keeps it (a frozen dataclass of the kind's own)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def finalizers(self) -> tuple[str, ...]: ...
+
+    @property
+    def found(self) -> Found: ...
+
+
+R = TypeVar("R", bound=Listed)
+
+
+class Book(Generic[R]):
+    """A kind's objects (those `read` keeps: None leaves one out), kept current from a list and
+    watch (ownedkube.owned_watch), and whether and in which version the cluster serves the kind.
+    Admission reads it from other threads: a list replaces `by_name` whole."""
+
+    def __init__(self, kind: OwnedKind, read: Callable[[Mapping[str, Any]], R | None]) -> None:
+        self.kind, self.read = kind, read
+        self.served: bool | None = None  # None: not known yet (no list answered)
+        self.version = ""  # the version served (kind.versions), "" when none
+        self.by_name: dict[tuple[str, str], R] = {}
+
+    def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        """A complete list: a list that answered is served, unless set_served said not."""
+        if self.served is None:
+            self.set_served(self.kind.versions[0])
+        fresh: dict[tuple[str, str], R] = {}
+        for obj in items:
+            if (r := self.read(obj)) is not None:
+                fresh[(r.namespace, r.name)] = r
+        self.by_name = fresh
+
+    def set_served(self, version: str) -> None:
+        """The version of the kind the API server serves ("": none, every version answered
+        HTTP 404)."""
+        self.served, self.version = bool(version), version
+        if not version:
+            self.by_name = {}
+
+    def unserved(self) -> None:
+        self.set_served("")
+
+    def event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        r = self.read(obj)
+        if r is None:
+            return
+        if kind == "DELETED":
+            self.by_name.pop((r.namespace, r.name), None)
+        else:
+            self.by_name[(r.namespace, r.name)] = r
+
+    def ours(self) -> list[R]:
+        """Those the placer made (labelled with the group they serve)."""
+        return [r for r in self.by_name.values() if r.found.group is not None]
