@@ -71,19 +71,26 @@ class Lifecycle(Generic[R]):
         self._word = self.kind.kind.lower()  # in logs: podgroup, computedomain
 
     def blocked(
-        self, key: GroupKey, name: str, owner: Owner | None, fits: Callable[[R], bool] = fits_any
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        fits: Callable[[R], bool] = fits_any,
+        fit: Callable[[R], Mapping[str, Any] | str] = no_change,
     ) -> str:
-        """Why the group cannot have the object of `name` ('' where it can: there is none, or it
-        is the group's, or an earlier owner's to adopt): it is not ours, or ours but not what
-        the group needs (`fits` False), or it is being deleted and the kind serves no group
-        then. `owner`: the members' shared controller (owned.verdict)."""
+        """Why the group cannot have the object of `name`, as far as the book tells without a
+        write ('' where it can: there is none, or it is the group's, or an earlier owner's to
+        adopt): it is not ours, or ours but not what the group needs (`fits` False), or it is
+        being deleted and the kind serves no group then, or `fit` says why the group waits.
+        `owner`: the members' shared controller (owned.verdict)."""
         have = self.book.by_name.get((key[0], name))
         v = verdict(None if have is None else have.found, key[1], owner)
         if have is not None and v != "foreign" and not fits(have):
             v = "foreign"
         if v == "foreign" or (v == "deleting" and not self.kind.serves_deleted):
             return waiting_words(v, self.kind.kind, name, key[0])
-        return ""
+        spec = fit(have) if have is not None else {}
+        return spec if isinstance(spec, str) else ""
 
     def own(
         self,
@@ -100,7 +107,7 @@ class Lifecycle(Generic[R]):
         sent with the adoption) or why it waits. A str: why the group waits (`blocked`). Raises
         refusals.Rejected where the API server refuses a write."""
         assert self.api is not None  # noqa: S101 - served implies an API
-        why = self.blocked(key, name, owner, fits)
+        why = self.blocked(key, name, owner, fits, fit)
         if why:
             return why
         have = self.book.by_name.get((key[0], name))
