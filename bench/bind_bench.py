@@ -3,12 +3,13 @@
 
     .venv/bin/python bench/bind_bench.py [--rounds 3] [--shapes full,half] [--seed 1]
 
-Two Kubernetes 1.36.2 control planes (../shared/tools/k8s, ports from 33000 and 33100; no
-kubelet, so placed = bound), each with 128 8-GPU Node objects in 16 leaves of 8 under 2 spines
-(topology from ConfigMap gpufabric-topology) and gpufabric's manifests installed, `serve
---labeler --placer` running as the webhook's ServiceAccount (bench/realcluster.py). One serves
-PodGroups (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling on the API server and
-the scheduler), one does not. Each round runs, in rotating order, the same shuffled burst three
+Two Kubernetes 1.36.2 control planes (../shared/tools/k8s on free ports; no kubelet, so placed =
+bound), each with 128 8-GPU Node objects in 16 leaves of 8 under 2 spines (topology from ConfigMap
+gpufabric-topology) and gpufabric installed as the end-to-end tier installs it, `serve --labeler
+--placer` running as the webhook's ServiceAccount (bench/realcluster.py on tests/e2e's harness).
+One serves PodGroups (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling on the API
+server, the scheduler and the controller manager, which also runs podgroup-protection), one does
+not. Each round runs, in rotating order, the same shuffled burst three
 ways: gpufabric where PodGroups are served (its members are also a native gang), gpufabric where
 they are not, and kube-scheduler's own gang (one PodGroup per gang, `gang.minCount` = its size,
 `schedulingConstraints.topology` on the gang's gpufabric.io level label; on the served plane).
@@ -37,11 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import urllib3
-from kubernetes import client, config, watch
-from realcluster import Cluster
-
-urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # the local test plane
+import realcluster
+from kubernetes import client, watch
 
 HALF = [(2, "leaf")] * 8 + [(4, "leaf")] * 4 + [(8, "leaf")] * 4  # 64 nodes, 16 gangs
 SHAPES = {"full": [*HALF, (16, "leaf-pair"), (16, "leaf-pair"), (32, "leaf-quad")], "half": HALF}
@@ -151,9 +149,9 @@ class Result:
 class Plane:
     """One cluster as the bench drives it."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: realcluster.k8s.Cluster) -> None:
         self.cluster = cluster
-        self.api = config.new_client_from_config(str(cluster.kubeconfig))
+        self.api = cluster.client()  # admin, verifying the plane's own CA
         self.api.configuration.connection_pool_maxsize = 16
         self.core = client.CoreV1Api(self.api)
         self.objects = client.CustomObjectsApi(self.api)
@@ -354,15 +352,13 @@ def main() -> None:
     ap.add_argument("--ways", default="gpufabric-served,gpufabric-unserved,native")
     args = ap.parse_args()
     ways = args.ways.split(",")
-    clusters: dict[str, Cluster] = {}
+    clusters: dict[str, realcluster.Installed] = {}
     try:
         if any(w != "gpufabric-unserved" for w in ways):
-            clusters["served"] = Cluster(33000, served=True, webhook=args.webhook)
+            clusters["served"] = realcluster.up(served=True, webhook=args.webhook)
         if "gpufabric-unserved" in ways:
-            clusters["unserved"] = Cluster(33100, served=False, webhook=args.webhook)
-        for c in clusters.values():
-            c.up()
-        planes = {k: Plane(c) for k, c in clusters.items()}
+            clusters["unserved"] = realcluster.up(served=False, webhook=args.webhook)
+        planes = {k: Plane(c.cluster) for k, c in clusters.items()}
         for p in planes.values():
             p.verbose = args.verbose
         results = []
@@ -380,7 +376,7 @@ def main() -> None:
         table(results)
     finally:
         for c in clusters.values():
-            c.down(args.logs)
+            realcluster.down(c, args.logs)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from group_workload import FABRICS, Job, job_stream, node_objs, pct, rule_level
 
 from webhook.groups.names import GATE, level_key
 from webhook.groups.placer import Placer
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Outcome
 
 HIGH, LOW = 1_000_000, 100
 

@@ -24,12 +24,50 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS_ENV = "GPUFABRIC_E2E_K8S"
 SHARED_TOOLS = reference.K8S_TOOLS
 ADMIN_TOKEN = "admintoken"  # up.sh's token file: user admin in system:masters
-# PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) need these on the API server and the scheduler.
-GANG_API_ARGS = (
-    "--feature-gates=GenericWorkload=true,GangScheduling=true",
-    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+# up.sh's own --controllers (its header): those that make sense without a kubelet. Flags.controllers
+# adds to these (K8S_CM_CONTROLLERS replaces the whole list).
+CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-token-controller",
+    "disruption-controller",
+    "resourceclaim-controller",
 )
-GANG_SCHED_ARGS = ("--feature-gates=GenericWorkload=true,GangScheduling=true",)
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    """What a control plane runs beyond up.sh's defaults: feature gates (given alike to the API
+    server, the scheduler and the controller manager, one --feature-gates each), more flags per
+    component, more controllers."""
+
+    gates: tuple[str, ...] = ()
+    api_args: tuple[str, ...] = ()
+    sched_args: tuple[str, ...] = ()
+    cm_args: tuple[str, ...] = ()
+    controllers: tuple[str, ...] = ()
+
+    def env(self) -> dict[str, str]:
+        """up.sh's environment for these flags."""
+        gates = (f"--feature-gates={','.join(f'{g}=true' for g in self.gates)}",)
+        on = gates if self.gates else ()
+        out = {
+            "K8S_API_ARGS": " ".join((*on, *self.api_args)),
+            "K8S_SCHED_ARGS": " ".join((*on, *self.sched_args)),
+            "K8S_CM_ARGS": " ".join((*on, *self.cm_args)),
+        }
+        if self.controllers:
+            out["K8S_CM_CONTROLLERS"] = ",".join((*CONTROLLERS, *self.controllers))
+        return out
+
+
+PLAIN = Flags()
+# PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) served, and kube-scheduler's gang scheduling.
+GANG = Flags(
+    gates=("GenericWorkload", "GangScheduling"),
+    api_args=("--runtime-config=scheduling.k8s.io/v1alpha2=true",),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,16 +205,10 @@ class Cluster:
         return path
 
 
-def start(
-    tools: Path,
-    *,
-    api_args: tuple[str, ...] = (),
-    sched_args: tuple[str, ...] = (),
-    cm_args: tuple[str, ...] = (),
-    prefix: str | None = None,
-) -> Cluster:
-    """A control plane of its own (free ports; state under /tmp/<prefix>*, by default named after
-    the checkout, /tmp/<clone>-k8s-*, so whose cluster it is shows); stop() ends it."""
+def start(tools: Path, flags: Flags = PLAIN, *, prefix: str | None = None) -> Cluster:
+    """A control plane of its own, running `flags` (free ports; state under /tmp/<prefix>*, by
+    default named after the checkout, /tmp/<clone>-k8s-*, so whose cluster it is shows); stop()
+    ends it."""
     state = Path(tempfile.mkdtemp(prefix=prefix or f"{ROOT.name}-k8s-", dir="/tmp"))
     api = free_port()
     env = {
@@ -185,9 +217,7 @@ def start(
         "K8S_API_PORT": str(api),
         "K8S_SCHED_PORT": str(free_port()),
         "K8S_CM_PORT": str(free_port()),
-        "K8S_API_ARGS": " ".join(api_args),
-        "K8S_SCHED_ARGS": " ".join(sched_args),
-        "K8S_CM_ARGS": " ".join(cm_args),
+        **flags.env(),
     }
     out = subprocess.run(
         ["bash", str(tools / "up.sh"), str(state)],

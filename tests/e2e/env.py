@@ -87,22 +87,25 @@ def _exists(core: client.CoreV1Api, name: str) -> bool:
     return True
 
 
+def installed(cluster: k8s.Cluster, workdir: Path, program: Path | None = None) -> serve.Webhook:
+    """daemonset/base installed on `cluster` as the tier installs it (install.as_installed), its
+    webhooks calling `gpufabric-webhook serve --labeler --placer` started here as the webhook's
+    ServiceAccount (`program`: another build's, see webhook.start); ready once it answers."""
+    serving = install.serving_certs(workdir)
+    port = k8s.free_port()
+    url = f"https://127.0.0.1:{port}/mutate"
+    install.install(cluster, install.as_installed(install.rendered(cluster), url, serving.ca_pem))
+    return serve.start(cluster, serving, workdir, port=port, program=program)
+
+
 def bring_up(tools: Path, workdir: Path, *, gang: bool = False) -> Env:
     """A control plane (PodGroups served when `gang`), daemonset/base as installed, the webhook
     as its ServiceAccount, the kubelet stand-in. tear_down() undoes all of it."""
-    api_args = k8s.GANG_API_ARGS if gang else ()
-    sched_args = k8s.GANG_SCHED_ARGS if gang else ()
-    cluster = k8s.start(tools, api_args=api_args, sched_args=sched_args)
+    cluster = k8s.start(tools, k8s.GANG if gang else k8s.PLAIN)
     kubelet: KubeletStandIn | None = None
     try:
-        serving = install.serving_certs(workdir)
-        port = k8s.free_port()
-        url = f"https://127.0.0.1:{port}/mutate"
-        install.install(
-            cluster, install.as_installed(install.rendered(cluster), url, serving.ca_pem)
-        )
         kubelet = KubeletStandIn(cluster.client()).start()
-        hook = serve.start(cluster, serving, workdir, port=port)
+        hook = installed(cluster, workdir)
     except BaseException:
         if kubelet is not None:
             kubelet.stop()

@@ -72,9 +72,11 @@ def start(
     *,
     port: int,
     args: tuple[str, ...] = DEFAULT_ARGS,
+    program: Path | None = None,
 ) -> Webhook:
     """Start serve as the webhook's ServiceAccount on `port` (the one the installed webhook
-    configuration calls) and a free metrics port; ready once /readyz says so."""
+    configuration calls) and a free metrics port; ready once /readyz says so. `program`: another
+    build's gpufabric-webhook (a before/after), else this checkout's (command())."""
     token = cluster.token(WEBHOOK_ACCOUNT, NAMESPACE)
     kubeconfig = cluster.write_kubeconfig(
         workdir / "webhook.kubeconfig",
@@ -91,7 +93,7 @@ def start(
     with log.open("ab") as out:
         process = subprocess.Popen(
             [
-                *command(),
+                *([str(program)] if program is not None else command()),
                 "serve",
                 f"--port={port}",
                 f"--tls-cert={serving.cert}",

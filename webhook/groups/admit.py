@@ -6,45 +6,24 @@ merges the ops into its patch and the problems into its denial. Reinvocation yie
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from webhook.groups.gang.admit import gang_ops
 from webhook.groups.indexes import direct_problem, ident_of
+from webhook.groups.model.pods import GroupSpec, kueue_managed, parse_group
 from webhook.groups.names import (
     ANN_GROUP,
-    ANN_LEVEL,
-    ANN_LOCALITY,
     ANN_PLACEMENT,
     ANN_SIZE,
     GATE,
     GROUP_ANNOTATIONS,
-    KUEUE_PREFIX,
-    KUEUE_QUEUE_LABEL,
     LABEL_GROUP,
-    LEVELS,
-    LOCALITIES,
-    Level,
-    Locality,
-    choice,
     escape_key,
 )
 from webhook.groups.objects import as_map
 from webhook.groups.ranks import member_env
-
-# A label value: at most 63 characters, alphanumerics at both ends, -_. inside (apimachinery).
-_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_INT64_MAX = 2**63 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSpec:
-    name: str
-    size: int
-    locality: Locality = "required"
-    level: Level | Literal["auto"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,71 +38,6 @@ class GroupAdmission:
 
 # The answer for a pod with no group annotation (most pods), shared: callers only read it.
 _UNGROUPED = GroupAdmission()
-
-
-def parse_group(annotations: Mapping[str, Any]) -> tuple[GroupSpec | None, list[str]]:
-    """The group a pod asks for (None if it asks for none) and every problem with the values."""
-    problems: list[str] = []
-    name = annotations.get(ANN_GROUP)
-    if name is None:
-        problems += [
-            f"{key}: needs {ANN_GROUP} (the group's name) as well"
-            for key in (ANN_SIZE, ANN_LOCALITY, ANN_LEVEL)
-            if key in annotations
-        ]
-        return None, problems
-    name = str(name)
-    if not _LABEL_VALUE.fullmatch(name):
-        problems.append(
-            f"{ANN_GROUP}: {name!r} is not a valid label value (1-63 characters: letters, digits, "
-            "'-', '_', '.', starting and ending with a letter or digit)"
-        )
-    size = 0
-    raw_size = annotations.get(ANN_SIZE)
-    text = str(raw_size).strip() if raw_size is not None else ""
-    if raw_size is None:
-        problems.append(f"{ANN_SIZE}: missing; the number of pods in the group, an integer >= 1")
-    elif not text.isdigit():
-        problems.append(f"{ANN_SIZE}: {raw_size!r} is not an integer >= 1")
-    elif not 1 <= int(text) <= _INT64_MAX:
-        problems.append(
-            f"{ANN_SIZE}: {_cut(text)} is out of range; accepted values: integers from 1 to "
-            f"{_INT64_MAX}"
-        )
-    else:
-        size = int(text)
-    raw_locality = annotations.get(ANN_LOCALITY, "required")
-    locality = choice(raw_locality, LOCALITIES)
-    if locality is None:
-        problems.append(
-            f"{ANN_LOCALITY}: {str(raw_locality).strip()!r} is not valid; accepted values: "
-            f"{', '.join(LOCALITIES)}"
-        )
-    raw_level = annotations.get(ANN_LEVEL, "auto")
-    level = choice(raw_level, ("auto", *LEVELS))
-    if level is None:
-        problems.append(
-            f"{ANN_LEVEL}: {str(raw_level).strip()!r} is not valid; accepted values: auto, "
-            f"{', '.join(LEVELS)}"
-        )
-    if problems or locality is None or level is None:
-        return None, problems
-    return GroupSpec(name, size, locality, level), []  # type: ignore[arg-type]
-
-
-def _cut(text: str, limit: int = 40) -> str:
-    """A long number, shortened for a message."""
-    return text if len(text) <= limit else f"{text[:20]}...({len(text)} digits)"
-
-
-def kueue_managed(pod: Mapping[str, Any]) -> bool:
-    meta, spec = as_map(pod.get("metadata")), as_map(pod.get("spec"))
-    gates = spec.get("schedulingGates")
-    return KUEUE_QUEUE_LABEL in as_map(meta.get("labels")) or any(
-        str(g.get("name", "")).startswith(KUEUE_PREFIX)
-        for g in (gates if isinstance(gates, list) else [])
-        if isinstance(g, Mapping)
-    )
 
 
 def admit_group(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.groups.admit import parse_group
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import NO_LABELS, NO_NVLINK, candidates, chosen_level, decide
 from webhook.groups.decision import Member, Placed, Request
 from webhook.groups.imex.explain import domain_lines
 from webhook.groups.inside import fewest_possible
+from webhook.groups.model.pods import parse_group
 from webhook.groups.names import NVLINK_LEVEL
 from webhook.groups.objects import pod_gpus
 from webhook.groups.preempt.offline import budgets_of, preemption_lines, running, waiting_lines

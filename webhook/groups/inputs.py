@@ -13,8 +13,9 @@ from webhook.groups.capacity import CapacityView
 from webhook.groups.imex.place import Imex
 from webhook.groups.names import GroupKey
 from webhook.groups.preempt.budgets import Budget, budget_of
+from webhook.groups.preempt.index import as_running
 from webhook.groups.preempt.state import Preemptor
-from webhook.groups.records import PodRecord, as_running, pod_record
+from webhook.groups.records import PodRecord, pod_record
 from webhook.groups.recovery import repromise
 from webhook.groups.refusals import Refusals
 from webhook.groups.said import Said

@@ -29,7 +29,7 @@ from webhook.groups.imex.names import COMPUTE_DOMAINS
 from webhook.groups.imex.place import Imex, ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Outcome
 from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.groups.timeouts import TIMEOUT, WRITE_TIMEOUT

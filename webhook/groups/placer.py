@@ -30,9 +30,9 @@ from webhook.groups.inputs import Inputs
 from webhook.groups.names import LEVELS, GroupKey, Level
 from webhook.groups.preempt.admission import PodPatchApi
 from webhook.groups.preempt.admission import admit_placement as admit
-from webhook.groups.preempt.budgets import Budget
+from webhook.groups.preempt.budgets import Budget, Evictor
 from webhook.groups.preempt.priority import OrderKey, differ, levels, order_key
-from webhook.groups.preempt.state import Evictor, Group, Preemptor
+from webhook.groups.preempt.state import Group, Preemptor
 from webhook.groups.records import PodRecord, disagreements, member_key, pod_ref
 from webhook.groups.recovery import outcome, seat_again
 from webhook.groups.refusals import Refusals, Rejected

@@ -6,15 +6,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.groups.admit import GroupSpec, kueue_managed, parse_group
-from webhook.groups.framework.owned import Owner, controller_of
-from webhook.groups.gang.fields import named_group, nominated_node, scheduler_message
-from webhook.groups.imex.domains import claimed_templates
 from webhook.groups.indexes import PLAIN, Ident, ident_of, natural
+from webhook.groups.model.pods import (
+    GroupSpec,
+    Labels,
+    Owner,
+    claimed_templates,
+    controller_of,
+    kueue_managed,
+    labels_of,
+    named_group,
+    nominated_node,
+    parse_group,
+    scheduler_message,
+)
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, GATE
 from webhook.groups.objects import pod_gpus
-from webhook.groups.preempt.budgets import Labels, labels_of
-from webhook.groups.preempt.index import Running
 from webhook.groups.selector import Selector, selector_of
 
 
@@ -120,20 +127,3 @@ def disagreements(recs: list[PodRecord]) -> list[str]:
 
 def pod_ref(rec: PodRecord) -> dict[str, Any]:
     return {"metadata": {"name": rec.name, "namespace": rec.namespace, "uid": rec.uid}}
-
-
-def as_running(rec: PodRecord) -> Running:
-    """A pod that holds GPUs, as the preemption index keeps it (a possible victim)."""
-    gang = (rec.namespace, rec.group.name) if rec.group is not None else None
-    return Running(
-        rec.uid,
-        rec.namespace,
-        rec.name,
-        rec.node,
-        rec.gpus,
-        rec.priority,
-        gang,
-        not rec.member,
-        rec.grace,
-        rec.labels,
-    )

@@ -22,10 +22,10 @@ import jsonpatch
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.admit import admit_group
-from webhook.groups.gang.fields import named_group
 from webhook.groups.gang.place import Gang
+from webhook.groups.model.pods import named_group
 from webhook.groups.placer import Placer
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Outcome
 from webhook.kube.nodeselector import pod_admits
 
 Pod = dict[str, Any]

@@ -21,7 +21,7 @@ import jsonpatch
 from tests.webhook.groups.fabric import gpu_pod
 from webhook.groups.kube import eviction_outcome
 from webhook.groups.placer import Placer
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Outcome
 from webhook.groups.refusals import Rejected
 from webhook.kube.nodeselector import required_terms
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from webhook.groups.preempt.budgets import Budgets, Ledger, Use, budget_of, labels_of
+from webhook.groups.model.pods import labels_of
+from webhook.groups.preempt.budgets import Budgets, Ledger, Use, budget_of
 
 
 def pdb(

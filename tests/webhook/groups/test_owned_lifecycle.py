@@ -32,6 +32,7 @@ from webhook.groups.gang.podgroups import pod_group
 from webhook.groups.imex.domains import Book as Domains
 from webhook.groups.imex.domains import compute_domain
 from webhook.groups.imex.names import FINALIZER
+from webhook.groups.model.pods import Owner
 from webhook.groups.refusals import Rejected
 
 JOB = ("batch/v1", "Job", "g", "uid-job-g")
@@ -43,7 +44,7 @@ KEY = ("ns", "g")
 class Case:
     book: Callable[[], owned.Book[Any]]
     name: str  # the object of group g
-    body: Callable[[owned.Owner | None], dict[str, Any]]
+    body: Callable[[Owner | None], dict[str, Any]]
 
 
 CASES = [
@@ -66,7 +67,7 @@ def lifecycle(case: Case) -> tuple[Lifecycle[Any], OwnedServer]:
     return Lifecycle(book, kube), server
 
 
-def own(life: Lifecycle[Any], case: Case, owner: owned.Owner | None = JOB) -> Any:
+def own(life: Lifecycle[Any], case: Case, owner: Owner | None = JOB) -> Any:
     return life.own(KEY, case.name, owner, lambda: case.body(owner))
 
 

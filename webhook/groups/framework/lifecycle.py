@@ -15,14 +15,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Generic, Protocol
 
-from webhook.groups.framework.owned import (
-    Book,
-    Owner,
-    R,
-    adoption,
-    verdict,
-    waiting_words,
-)
+from webhook.groups.framework.owned import Book, R, adoption, verdict, waiting_words
+from webhook.groups.model.pods import Owner
 from webhook.groups.names import GroupKey
 
 log = logging.getLogger(__name__)

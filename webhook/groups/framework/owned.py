@@ -13,13 +13,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, dataclass
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
+from webhook.groups.model.pods import Owner
 from webhook.groups.names import LABEL_GROUP, PLACER_FIELD_MANAGER
 
 LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
 OURS: Final = f"{LABEL_MANAGED}={PLACER_FIELD_MANAGER}"  # their label selector
-Owner = tuple[str, str, str, str]  # a controller's apiVersion, kind, name, uid
-JOBSET_NAME, JOBSET_UID = "jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/jobset-uid"
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 # What the placer does with the object of a group's name (verdict):
 # make: there is none; keep: ours, for this group, of the members' controller;
@@ -154,24 +152,6 @@ def shared_owner(owners: Iterable[Owner | None]) -> Owner | None:
     """The controller every member shares; None where they have none or several."""
     found = set(owners)
     return found.pop() if len(found) == 1 else None
-
-
-def controller_of(meta: Mapping[str, Any]) -> Owner | None:
-    """What owns the pod's workload: its JobSet (whose child Jobs are the pods' controllers; the
-    pods carry its name and UID as labels), else its controller (the ownerReference with
-    controller: true: a Job, MPIJob, PyTorchJob ...), if any."""
-    labels = meta.get("labels") or {}
-    name, uid = labels.get(JOBSET_NAME), labels.get(JOBSET_UID)
-    if isinstance(name, str) and isinstance(uid, str) and name and uid:
-        return JOBSET_API, "JobSet", name, uid
-    refs = meta.get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            parts = (ref.get(k) for k in ("apiVersion", "kind", "name", "uid"))
-            api_version, kind, name, uid = (str(p or "") for p in parts)
-            if api_version and kind and name and uid:
-                return api_version, kind, name, uid
-    return None
 
 
 class Listed(Protocol):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.groups.gang.fields import named_group
 from webhook.groups.gang.names import podgroup_name
+from webhook.groups.model.pods import named_group
 
 
 def gang_ops(pod: Mapping[str, Any], group: str) -> list[dict[str, Any]]:

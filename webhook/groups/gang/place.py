@@ -38,8 +38,7 @@ from webhook.groups.gang.names import (
 from webhook.groups.gang.podgroups import Book, Made, gang_spec, pod_group, too_large
 from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
 from webhook.groups.names import GroupKey
-from webhook.groups.preempt.budgets import Budgets, Ledger
-from webhook.groups.preempt.state import Outcome
+from webhook.groups.preempt.budgets import Budgets, Ledger, Outcome
 from webhook.groups.records import PodRecord, pod_ref
 from webhook.groups.writes import Writes
 
@@ -58,7 +57,7 @@ class GangApi(Protocol):
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
     ) -> tuple[Outcome, str]:
-        """The placer's Eviction (preempt/state.py Evictor): a pod goes through the Eviction API,
+        """The placer's Eviction (preempt/budgets.py Evictor): a pod goes through the Eviction API,
         so its PodDisruptionBudgets hold; `uid`: only that pod."""
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.framework import owned
-from webhook.groups.framework.owned import Found, Owner, found_of, our_group, owned_meta
+from webhook.groups.framework.owned import Found, found_of, our_group, owned_meta
 from webhook.groups.gang.names import PG_GROUP, PG_KIND, PODGROUPS
+from webhook.groups.model.pods import Owner
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.framework import owned
-from webhook.groups.framework.owned import Found, Owner, found_of, owned_meta
+from webhook.groups.framework.owned import Found, found_of, owned_meta
 from webhook.groups.imex.names import (
     CD_GROUP,
     CD_KIND,
@@ -18,6 +18,7 @@ from webhook.groups.imex.names import (
     FINALIZER,
     template_name,
 )
+from webhook.groups.model.pods import Owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +114,3 @@ class Book(owned.Book[Domain]):
             if d is not None:
                 return d
         return None
-
-
-def claimed_templates(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ResourceClaimTemplates a pod's spec.resourceClaims name."""
-    claims = spec.get("resourceClaims")
-    return tuple(
-        str(c["resourceClaimTemplateName"])
-        for c in (claims if isinstance(claims, list) else [])
-        if isinstance(c, Mapping) and isinstance(c.get("resourceClaimTemplateName"), str)
-    )

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.api import LABEL_NVLINK_DOMAIN
-from webhook.groups.admit import GroupSpec, kueue_managed
-from webhook.groups.imex.domains import Book, claimed_templates
+from webhook.groups.imex.domains import Book
 from webhook.groups.imex.names import (
     ANN_COMPUTE_DOMAIN,
     CD_CRD,
@@ -26,6 +25,7 @@ from webhook.groups.imex.names import (
     MODES,
     template_name,
 )
+from webhook.groups.model.pods import GroupSpec, claimed_templates, kueue_managed
 from webhook.groups.names import ANN_GROUP, choice, escape_key
 from webhook.groups.objects import as_map, pod_gpus
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Request
 from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
-from webhook.groups.framework.owned import Owner, shared_owner
+from webhook.groups.framework.owned import shared_owner
 from webhook.groups.imex.channels import Channels, channel_id
 from webhook.groups.imex.domains import Book, Domain, compute_domain
 from webhook.groups.imex.names import (
@@ -40,6 +40,7 @@ from webhook.groups.imex.names import (
 )
 from webhook.groups.imex.nodes import excluding
 from webhook.groups.imex.templates import Templates
+from webhook.groups.model.pods import Owner
 from webhook.groups.names import NVLINK_LEVEL, GroupKey, choice
 from webhook.groups.records import PodRecord
 

@@ -1,4 +1,6 @@
-"""PodDisruptionBudgets as a preemption plan must count them, before the first eviction.
+"""Evictions and the PodDisruptionBudgets they must count, before the first eviction: a
+preemption plan's (preempt/) and a partly bound gang's release (gang/place.py); the eviction
+itself goes through an `Evictor` (groups/kube.py: the Eviction API).
 
 The rules are the Eviction API's (kube-apiserver pkg/registry/core/pod/storage/eviction.go) and
 kube-scheduler's (defaultpreemption `filterPodsWithPDBViolation`):
@@ -18,24 +20,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
+from webhook.groups.model.pods import Labels
 from webhook.kube.nodeselector import requirement
 
-Labels = tuple[tuple[str, str], ...]  # a pod's labels, sorted (victims.py keeps them so)
 BudgetKey = tuple[str, str]  # (namespace, name)
-_EMPTY: Labels = ()
-_interned: dict[Labels, Labels] = {}
+Outcome = Literal["evicted", "gone", "blocked"]
 
 
-def labels_of(raw: object) -> Labels:
-    """A pod's labels as one shared tuple: pods of one controller mostly carry the same set."""
-    if not isinstance(raw, Mapping) or not raw:
-        return _EMPTY
-    items = tuple(sorted((str(k), str(v)) for k, v in raw.items()))
-    if len(_interned) > 65_536:  # odd sets (an index label each) must not pile up
-        _interned.clear()
-    return _interned.setdefault(items, items)
+class Evictor(Protocol):
+    """How an eviction is made: the Eviction API (groups/kube.py), so PodDisruptionBudgets hold."""
+
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
+        """("evicted", ""), ("gone", "") for a pod already deleted (404), or ("blocked", the
+        API server's message) when it refuses (429: a PodDisruptionBudget). `dry_run`: only ask
+        (the Eviction's deleteOptions.dryRun ["All"]), nothing is evicted; `uid`: only the pod
+        of that UID (another of the name now is "gone")."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

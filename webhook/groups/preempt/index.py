@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.groups.capacity import CapacityView
+from webhook.groups.model.pods import Labels
 from webhook.groups.names import LEVELS, GroupKey, Level
-from webhook.groups.preempt.budgets import Labels
+from webhook.groups.records import PodRecord
 
 Sums = dict[str, dict[int, dict[int, int]]]  # domain -> priority -> GPUs of one pod -> pods
 # per priority, lowest first: (priority, GPUs of the pods up to it, their sizes largest first)
@@ -169,3 +170,20 @@ class RunningIndex:
                 found[d] = value
         dirty.clear()
         return found
+
+
+def as_running(rec: PodRecord) -> Running:
+    """A pod that holds GPUs, as the preemption index keeps it (a possible victim)."""
+    gang = (rec.namespace, rec.group.name) if rec.group is not None else None
+    return Running(
+        rec.uid,
+        rec.namespace,
+        rec.name,
+        rec.node,
+        rec.gpus,
+        rec.priority,
+        gang,
+        not rec.member,
+        rec.grace,
+        rec.labels,
+    )

@@ -11,10 +11,10 @@ from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
 from webhook.groups.names import Level
 from webhook.groups.preempt.budgets import Budgets, budget_of
-from webhook.groups.preempt.index import RunningIndex
+from webhook.groups.preempt.index import RunningIndex, as_running
 from webhook.groups.preempt.victims import choose, describe
 from webhook.groups.preempt.words import SHOWN
-from webhook.groups.records import as_running, pod_record
+from webhook.groups.records import pod_record
 
 
 def running(view: CapacityView, pods: Iterable[Mapping[str, Any]]) -> RunningIndex:

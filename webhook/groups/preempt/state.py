@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
 from webhook.groups.names import GroupKey, Level
-from webhook.groups.preempt.budgets import Budgets
+from webhook.groups.preempt.budgets import Budgets, Evictor
 from webhook.groups.preempt.index import RunningIndex
 from webhook.groups.preempt.victims import Choice, Plan, choose, closest, describe
 from webhook.groups.preempt.words import Hold, blocked_words, held_words
@@ -27,18 +27,6 @@ log = logging.getLogger(__name__)
 BOUND = 30.0  # seconds past the victims' longest grace period before they are called stalled
 RETRY = 10.0  # seconds before a domain the API server refused is tried again
 HOLD = "gpufabric-hold/"  # promise ids that keep a held domain's free GPUs from other groups
-Outcome = Literal["evicted", "gone", "blocked"]
-
-
-class Evictor(Protocol):
-    def evict_pod(
-        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
-    ) -> tuple[Outcome, str]:
-        """("evicted", ""), ("gone", "") for a pod already deleted (404), or ("blocked", the
-        API server's message) when it refuses (429: a PodDisruptionBudget). `dry_run`: only ask
-        (the Eviction's deleteOptions.dryRun ["All"]), nothing is evicted; `uid`: only the pod
-        of that UID (another of the name now is "gone")."""
-        ...
 
 
 class PreemptMetrics(Protocol):

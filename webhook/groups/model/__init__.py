@@ -1,0 +1,1 @@
+"""What every room reads: the names, and a Pod and a Node as placement reads them."""
