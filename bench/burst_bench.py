@@ -46,7 +46,7 @@ def settled(w: World, names: list[str]) -> bool:
     """Every gang bound, or waiting gated with nothing bound, and nothing left to do."""
     if len(w.bound_at) == len(names):
         return True
-    if w.again or w.gang.recovering or w.now < 10.0:
+    if w.again or w.watch.recovering or w.now < 10.0:
         return False
     for p in w.api.pods.values():
         labels = p["metadata"].get("labels") or {}

@@ -26,9 +26,11 @@ from typing import Any
 
 from group_workload import FABRICS, Job, job_stream, node_objs, pct, rule_level
 
+from webhook.groups.enabled import Extensions
 from webhook.groups.names import GATE, level_key
 from webhook.groups.placer import Placer
 from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.preempt.extension import Preemption
 
 HIGH, LOW = 1_000_000, 100
 
@@ -96,7 +98,8 @@ def simulate(
     shape = FABRICS["tree"]
     api = SimApi()
     now = [0.0]
-    placer = Placer(api, clock=lambda: now[0], evictor=api if preempt else None)
+    ext = Extensions(Preemption(api if preempt else None))
+    placer = Placer(api, clock=lambda: now[0], extensions=ext)
     nodes = node_objs(shape.nodes, shape.sizes, shape.gpus)
     placer.nodes_listed(nodes)
     view = placer.view

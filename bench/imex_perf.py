@@ -7,7 +7,7 @@ The cluster and its running pods as bench/group_perf.py builds them (trays of 4 
 NVLink domain, 82 % of the trays busy, the free ones scattered), plus 10 % of the trays labelled
 with another ComputeDomain's UID. Interleaved in one run, after each shape's first decision: the bare
 baseline (one dict lookup per tray), a plain group of 16 (--size) whole trays (group_perf's decision),
-and a group of as many 1-GPU members with `compute-domain` as the placer decides it (Imex.adjust:
+and a group of as many 1-GPU members with `compute-domain` as the placer decides it (Imex.request_for:
 each member's selector narrowed, one member a node), decide alone and decide + seat_new. Half
 required, half preferred. CPU time (thread_time) per decision: p50, p99 and the ratios; and the first decision of each
 shape on its own (it judges every tray once: group_perf's "new shape").
@@ -54,7 +54,7 @@ def run(trays: int, decisions: int, seed: int, size: int = 16) -> dict[str, floa
     plain = tuple(Member(f"g/{i}", shape.gpus, ANY) for i in range(size))
 
     def imex_request(locality: str) -> Request:
-        # what Imex.adjust hands choose.decide: narrowed selectors, one member a node
+        # what Imex.request_for hands choose.decide: narrowed selectors, one member a node
         members = tuple(Member(f"g/{i}", 1, excluding(ANY, ""), whole=True) for i in range(size))
         return Request("g", members, locality, NVLINK_LEVEL)  # type: ignore[arg-type]
 

@@ -90,7 +90,7 @@ def measure(nodes: int, decisions: int, seed: int, pdb_every: int, zero_every: i
     buckets = max(1, pods // pdb_every) if pdb_every else 0
     placer.pods_listed(running(names, rng, buckets))
     placer.budgets_listed(budget(i, zero_every) for i in range(buckets))
-    view, index, budgets = placer.view, placer.preempt.index, placer.preempt.budgets
+    view, index, budgets = placer.view, placer.ext.preempt.index, placer.budgets
     members = tuple(Member(f"g/{i}", 8, ANY) for i in range(16))
     req = Request("g", members, "required")
     level = chosen_level(view, req)

@@ -10,11 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from webhook.groups.capacity import CapacityView
-from webhook.groups.imex.place import Imex
+from webhook.groups.framework.points import Points
 from webhook.groups.names import GroupKey
-from webhook.groups.preempt.budgets import Budget, budget_of
-from webhook.groups.preempt.index import as_running
-from webhook.groups.preempt.state import Preemptor
+from webhook.groups.preempt.budgets import Budget, Budgets, budget_of
 from webhook.groups.records import PodRecord, pod_record
 from webhook.groups.recovery import repromise
 from webhook.groups.refusals import Refusals
@@ -28,8 +26,8 @@ class Inputs:
 
     clock: Callable[[], float]
     view: CapacityView
-    imex: Imex
-    preempt: Preemptor
+    budgets: Budgets
+    points: Points  # the extensions' (framework/points.py), told of each input
     writes: Writes
     refusals: Refusals
     said: Said
@@ -78,7 +76,7 @@ class Inputs:
         self._budgets += [b for obj in items if (b := budget_of(obj)) is not None]
 
     def budgets_done(self) -> None:
-        self.preempt.budgets.reset(self._budgets)
+        self.budgets.reset(self._budgets)
         self._budgets = []
         self.retry_all()
 
@@ -87,9 +85,9 @@ class Inputs:
         if b is None:
             return
         if kind == "DELETED":
-            self.preempt.budgets.remove(b.namespace, b.name)
+            self.budgets.remove(b.namespace, b.name)
         else:
-            self.preempt.budgets.put(b)
+            self.budgets.put(b)
         self.retry_all()  # a budget that allows more may let a waiting group preempt
 
     def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
@@ -111,13 +109,12 @@ class Inputs:
         old, listed, now = self.pods, self._listing, self.clock()
         self.pods, self.groups, self._listing = {}, {}, {}
         self.view.reset_pods()
-        self.imex.reset()  # the IMEX channels taken: from the listed pods again
-        self.preempt.index.reset()
+        self.points.relisting()  # e.g. the IMEX channels taken: from the listed pods again
         for rec in listed.values():
             was = old.get(rec.uid)
             self._keep(replace(rec, seen=was.seen if was is not None else now))
-        repromise(self.view, self.pods.values(), self.imex.channel_free, self.imex.track)
-        self.imex.synced = True  # from now on a group without pods is gone
+        repromise(self.view, self.pods.values(), self.points.fits, self.points.reserve)
+        self.points.synced()  # from now on a group without pods is gone
         self.retry_all()
 
     def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -125,16 +122,15 @@ class Inputs:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             rec = self.pods.pop(uid, None)
             self.view.delete_pod(uid)
-            self.imex.forget(uid)
+            self.points.gone(uid)
             self.writes.forget(uid)
-            self.preempt.index.remove(uid)
             if rec is not None and rec.group is not None:
                 key = (rec.namespace, rec.group.name)
                 self.groups.get(key, set()).discard(uid)
                 if not self.groups.get(key):
                     self.groups.pop(key, None)
                     self.waiting.pop(key, None)
-                    self.preempt.done(key)
+                    self.points.settled(key)
                     self.refusals.cleared(key)
                     self.said.forget(key)
             self.retry_all()  # freed GPUs may let a waiting group in
@@ -142,14 +138,14 @@ class Inputs:
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
         rec = self._put(obj, self.pods)
         if not rec.gated and rec.uid not in self.view.promised:  # ungated, not bound: its room
-            repromise(self.view, [rec], self.imex.channel_free, self.imex.track)  # (answer lost)
+            repromise(self.view, [rec], self.points.fits, self.points.reserve)  # (answer lost)
         if before is None and rec.gated and rec.group is not None and not rec.holds:
             self.dirty.add((rec.namespace, rec.group.name))  # a new member changes no room
         elif before is None or (before.holds, before.node) != (rec.holds, rec.node):
             self.retry_all()
         elif before.nominated != rec.nominated:
             self.retry_all()  # kube-scheduler keeps room on another node now, or on none
-        elif before.labels != rec.labels and self.preempt.budgets.by_namespace:
+        elif before.labels != rec.labels and self.budgets.by_namespace:
             self.retry_all()  # a pod that left a budget may let a waiting group preempt
         elif rec.group is not None:
             self.dirty.add((rec.namespace, rec.group.name))
@@ -166,11 +162,7 @@ class Inputs:
         self.view.put_pod(
             rec.uid, rec.node, rec.gpus, rec.holds, rec.nominated if rec.member else ""
         )
-        self.imex.track(rec)  # the IMEX channel it holds or was promised, if any
-        if rec.holds and rec.gpus:
-            self.preempt.index.put(as_running(rec))
-        else:
-            self.preempt.index.remove(rec.uid)
+        self.points.seen(rec)  # e.g. the IMEX channel it holds or was promised, if any
         if rec.group is not None:
             self.groups.setdefault((rec.namespace, rec.group.name), set()).add(rec.uid)
         return rec

@@ -21,15 +21,20 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.partly.bound import BoundMetrics, PartlyBound
 from webhook.groups.framework.ownedkube import KubeOwnedApi, owned_watch
 from webhook.groups.gang.names import PODGROUPS
-from webhook.groups.gang.place import Gang, GangMetrics
+from webhook.groups.gang.place import NativeGang
+from webhook.groups.imex.extension import ImexChannels
 from webhook.groups.imex.kube import template_watch
 from webhook.groups.imex.names import COMPUTE_DOMAINS
-from webhook.groups.imex.place import Imex, ImexMetrics
+from webhook.groups.imex.place import ImexMetrics
 from webhook.groups.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer import Placer, PlacerMetrics
 from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.preempt.extension import Preemption
+from webhook.groups.preempt.state import PreemptMetrics
 from webhook.groups.refusals import Rejected
 from webhook.groups.slim import slim_node, slim_pod
 from webhook.groups.timeouts import TIMEOUT, WRITE_TIMEOUT
@@ -241,11 +246,16 @@ def run_placer(
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
-    imex = Imex(KubeOwnedApi(api_client, COMPUTE_DOMAINS), imex_metrics)  # groups' ComputeDomains
-    # PodGroups (native gang) and the partly-bound watch (members evicted by the placer's API)
-    gang_metrics = metrics if isinstance(metrics, GangMetrics) else None
-    gang = Gang(api, gang_metrics, owned=KubeOwnedApi(api_client, PODGROUPS))
-    placer = Placer(api, metrics=metrics, evictor=api, imex=imex, gang=gang, runner=api.run_all)
+    ext = Extensions(  # each with its API and metrics; their watches below
+        Preemption(api, metrics if isinstance(metrics, PreemptMetrics) else None),
+        ImexChannels(
+            KubeOwnedApi(api_client, COMPUTE_DOMAINS), imex_metrics
+        ),  # groups' ComputeDomains
+        NativeGang(KubeOwnedApi(api_client, PODGROUPS)),  # PodGroups
+        PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
+    )
+    placer = Placer(api, metrics=metrics, extensions=ext, runner=api.run_all)
+    imex, gang = ext.imex, ext.gang
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     watches = [
         owned_watch("placer-computedomains", api_client, imex.book, inbox.put),

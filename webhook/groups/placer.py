@@ -6,7 +6,9 @@ group exists (gang), asks choose.decide for a domain, seats the members in fabri
 (seating.py: ranks) and patches each member once: affinity tightened to the group's domain and
 its own lowest domain, placement and rank recorded, gate removed (enforce.py). What it did is
 read back from the pods themselves, so a restarted placer neither places a member twice nor
-leaves a gate behind.
+leaves a gate behind. Preemption, native gangs, IMEX channels and the partly-bound watch are
+extensions (enabled.py, the one list): the placer runs their points (framework/points.py) at
+each step of a decision and names none of them.
 """
 
 from __future__ import annotations
@@ -17,22 +19,19 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.choose import decide
 from webhook.groups.decision import Member, Policy, Request, Waiting
+from webhook.groups.enabled import Extensions
 from webhook.groups.enforce import parse_placement, place_ops, placement_value
-from webhook.groups.gang.place import Gang
-from webhook.groups.imex.place import Imex
+from webhook.groups.framework.points import Cycle, HostApi, Points
 from webhook.groups.indexes import resolve
 from webhook.groups.inputs import Inputs
 from webhook.groups.names import LEVELS, GroupKey, Level
-from webhook.groups.preempt.admission import PodPatchApi
-from webhook.groups.preempt.admission import admit_placement as admit
-from webhook.groups.preempt.budgets import Budget, Evictor
-from webhook.groups.preempt.priority import OrderKey, differ, levels, order_key
-from webhook.groups.preempt.state import Group, Preemptor
+from webhook.groups.preempt.budgets import Budget, Budgets
+from webhook.groups.preempt.priority import OrderKey, differ, order_key
 from webhook.groups.records import PodRecord, disagreements, member_key, pod_ref
 from webhook.groups.recovery import outcome, seat_again
 from webhook.groups.refusals import Refusals, Rejected
@@ -43,16 +42,14 @@ from webhook.groups.writes import NotWritten, Placed, Runner, Writes, one_by_one
 log = logging.getLogger(__name__)
 
 
-class PlacerApi(PodPatchApi, Protocol):
-    def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
+class PlacerApi(HostApi, Protocol):
+    """Pod patches and Events: what the placer and its extensions write."""
 
 
 class PlacerMetrics(Protocol):
     def decided(self, level: str, outcome: str, seconds: float) -> None: ...
 
     def ungated(self, gated_seconds: float, recovery: bool) -> None: ...
-
-    def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
 
     def refused(self, write: str, code: int) -> None: ...
 
@@ -67,20 +64,14 @@ class Placer(Inputs):
         policy: Policy = "tightest",
         clock: Callable[[], float] = time.monotonic,
         metrics: PlacerMetrics | None = None,
-        evictor: Evictor | None = None,
-        imex: Imex | None = None,
-        gang: Gang | None = None,
+        extensions: Extensions | None = None,
         runner: Runner = one_by_one,
     ) -> None:
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
         self.writes = Writes(runner)  # a reconcile's patches, made together at its end
-        self.imex = imex or Imex()  # groups with an IMEX channel (ComputeDomain)
-        self.gang = gang or Gang(clock=clock)  # native gangs (PodGroup) and the partly-bound watch
-        self.preempt = Preemptor(  # no evictor: no preemption; its placement asked first
-            evictor, api.event, clock, metrics, lambda g, p: admit(api, self.view, self.pods, g, p)
-        )
         self.refusals = Refusals(api.event, clock, metrics)  # groups whose write was refused
-        self.view = self.imex.view = CapacityView()  # IMEX channels go into its node labels
+        self.view = CapacityView()
+        self.budgets = Budgets()  # the cluster's PodDisruptionBudgets: evictions count them
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
@@ -88,12 +79,14 @@ class Placer(Inputs):
         self.said = Said(api.event, clock)  # the waiting Events
         self._listing: dict[str, PodRecord] = {}  # a pod list in flight (pods_start)
         self._budgets: list[Budget] = []  # a PodDisruptionBudget list in flight
+        self.ext = extensions or Extensions()
+        self.points = Points(self.ext.ordered())  # each step of a decision runs one
+        self.points.attach(self)
 
     # -- the work ----------------------------------------------------------------------------
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
-        self.imex.sweep(self.groups)  # ComputeDomains of groups whose last pod is gone
-        self.gang.tick(self.groups, self.pods, self.imex.synced, self.waiting, self.preempt.budgets)
+        self.points.tick()  # sweeps of what groups owned, and watches over every group
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
@@ -122,7 +115,7 @@ class Placer(Inputs):
         gated = [r for r in recs if r.gated]
         if not gated:
             self.waiting.pop(key, None)
-            self.preempt.done(key)
+            self.points.settled(key)
             return
         spec = gated[0].group
         assert spec is not None  # noqa: S101 - gated implies grouped
@@ -132,9 +125,10 @@ class Placer(Inputs):
             where = parse_placement(recorded.most_common(1)[0][0])
             if where is not None and where[0] in LEVELS:
                 within = (where[0], where[1])
+        cycle = Cycle(key, tuple(recs), tuple(gated), spec.size, within, self.writes)
         problems = disagreements(recs) + differ((r.name, r.priority, r.never) for r in recs)
         if not problems and not recorded and len(gated) < spec.size:
-            self.gang.early(key, spec.size, recs, self.writes)  # its PodGroup, off the path
+            self.points.incomplete(cycle)  # e.g. its PodGroup asked for, off the path
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
             self._wait(key, gated, text, "GroupIncomplete")
             return
@@ -161,32 +155,20 @@ class Placer(Inputs):
             level=spec.level,
             within=within,
         )
-        adjusted = self.imex.adjust(key, request, recs)
+        adjusted = self.points.adjust(cycle, request)
         if isinstance(adjusted, str):
             self._wait(key, gated, f"group {spec.name}: {adjusted}", "GroupWaiting")
             return
         request = adjusted
         started = time.perf_counter()
-        masked = self.preempt.mask(self.view, key, gated[0].priority)  # domains held for others
+        undo = self.points.hide(cycle)  # e.g. domains held for groups it may not pass
         try:
             decided = self._decide(request, recs, indexed.ranks, spec.size, indexed.unranked)
             more = ""
-            if isinstance(decided, Waiting):
-                at = levels(self.view, request, decided.level) if decided.level else ()
-                g = Group(
-                    key,
-                    gated[0].priority,
-                    not gated[0].never,
-                    request.members,
-                    (within[0],) if within is not None else at,
-                    tuple(pod_ref(r) for r in gated),
-                    within[1] if within is not None else None,  # replacements: its own domain
-                )
-                if g.levels:
-                    more = self.preempt.waiting(self.view, g)
-                more += self.preempt.held_for_others()
+            if isinstance(decided, Waiting):  # e.g. it preempts
+                more = self.points.nothing_fits(cycle, request, decided)
         finally:
-            self.preempt.unmask(self.view, masked)
+            undo()
         took = time.perf_counter() - started
         if isinstance(decided, Waiting):
             if self.metrics:
@@ -197,11 +179,12 @@ class Placer(Inputs):
         if self.metrics:
             level = next((s.level for s in decided if s.level), None)
             self.metrics.decided(level or "none", outcome(decided, within), took)
-        why = self.imex.ensure(key, recs) or self.gang.ensure(key, spec.size, recs)  # made?
+        # every check that can make it wait, then what it needs made (a ComputeDomain, ...)
+        why = self.points.permit(cycle) or self.points.prebind(cycle)
         if why:
             self._wait(key, gated, f"group {spec.name}: {why}", "GroupWaiting")
             return
-        self._apply(key, gated, decided, recovery=bool(recorded))
+        self._apply(cycle, decided, recovery=bool(recorded))
 
     def order_key(self, key: GroupKey) -> OrderKey:
         """The order groups are tried in (DESIGN "Priority"; preempt/priority.py)."""
@@ -232,26 +215,25 @@ class Placer(Inputs):
             return seat_new(self.view, decision, req.members, fixed, unranked)
         return seat_again(self.view, req, recs, fixed, size, unranked, self.policy)
 
-    def _apply(
-        self, key: GroupKey, gated: list[PodRecord], seats: tuple[Seat, ...], recovery: bool
-    ) -> None:
-        by_key = {member_key(r): r for r in gated}
+    def _apply(self, cycle: Cycle, seats: tuple[Seat, ...], recovery: bool) -> None:
+        key = cycle.key
+        by_key = {member_key(r): r for r in cycle.gated}
         self.waiting.pop(key, None)
-        self.preempt.done(key)
-        imex = self.imex.words(key, [s.node for s in seats], self.view.where)
+        self.points.settled(key)
+        words = self.points.words(cycle, seats)
         for s in seats:
             rec = by_key[s.member]
             ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)
             if ops is None:
                 continue
             value = placement_value(s.level, s.domain)
-            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{imex}"
+            text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{words}"
             was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recovery)
             # counted as placed now, so the next group is decided around it; written with the
             # reconcile's other writes (writes.py), and undone if the API server refuses it
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
             self.view.promise(rec.uid, s.node, rec.gpus)
-            self.imex.track(self.pods[rec.uid], s.node)  # its channel is taken
+            self.points.reserve(self.pods[rec.uid], s.node)  # e.g. its IMEX channel is taken
             call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
             self.writes.add(call, partial(self._patched, key, was))
 
@@ -274,7 +256,7 @@ class Placer(Inputs):
             self.view.promise(rec.uid, *was.promised)
         else:
             self.view.release(rec.uid)
-        self.imex.track(rec)
+        self.points.unreserve(rec)
         self.dirty.add(key)
         if isinstance(result, Rejected):  # told once, said while it waits, tried again later
             if self.refusals.due(key):  # the batch's first refusal of the group is the one told

@@ -22,7 +22,9 @@ import jsonpatch
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from webhook.groups.admit import admit_group
-from webhook.groups.gang.place import Gang
+from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.partly.bound import PartlyBound
+from webhook.groups.gang.place import NativeGang
 from webhook.groups.model.pods import named_group
 from webhook.groups.placer import Placer
 from webhook.groups.preempt.budgets import Outcome
@@ -281,9 +283,11 @@ class World:
         self.rng = random.Random(seed)
         self.native = native
         self.api = GangApi()
-        self.gang = Gang(self.api, clock=lambda: self.now, after=after, owned=self.api)
+        self.gang = NativeGang(self.api)
         self.gang.book.set_served("v1alpha2" if native else "")
-        self.placer = Placer(self.api, clock=lambda: self.now, gang=self.gang)
+        self.watch = PartlyBound(self.api, after=after)  # the partly-bound watch
+        ext = Extensions(gang=self.gang, partly=self.watch)
+        self.placer = Placer(self.api, clock=lambda: self.now, extensions=ext)
         objs = fabric(nodes, leaf=leaf, spine_leaves=spine_leaves)
         self.placer.nodes_listed(objs)
         labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objs}

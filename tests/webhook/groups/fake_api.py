@@ -19,9 +19,11 @@ from typing import Any
 import jsonpatch
 
 from tests.webhook.groups.fabric import gpu_pod
+from webhook.groups.enabled import Extensions
 from webhook.groups.kube import eviction_outcome
 from webhook.groups.placer import Placer
 from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.preempt.extension import Preemption
 from webhook.groups.refusals import Rejected
 from webhook.kube.nodeselector import required_terms
 
@@ -274,7 +276,7 @@ def setup(
     """A placer on these nodes, fed by a fake API server; `busy` GPUs of each node already run
     other pods."""
     api = FakeApi()
-    placer = Placer(api, evictor=api)
+    placer = Placer(api, extensions=Extensions(Preemption(api)))
     placer.nodes_listed(nodes)
     placer.pods_listed(
         [

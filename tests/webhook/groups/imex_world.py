@@ -15,6 +15,8 @@ import jsonschema
 from tests.webhook.export.fabrics import cel_failures, crd_schema
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.enabled import Extensions
+from webhook.groups.imex.extension import ImexChannels
 from webhook.groups.imex.names import (
     ANN_COMPUTE_DOMAIN,
     CLAIM,
@@ -23,9 +25,9 @@ from webhook.groups.imex.names import (
     TEMPLATE_TARGET,
     template_name,
 )
-from webhook.groups.imex.place import Imex
 from webhook.groups.imex.templates import Templates
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.extension import Preemption
 from webhook.groups.refusals import Rejected
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
@@ -176,14 +178,14 @@ def imex_setup(
 ) -> tuple[FakeApi, FakeDomains, Placer]:
     api = FakeApi()
     domains = FakeDomains(api)
-    imex = Imex(domains)
+    imex = ImexChannels(domains)
     if served:
         imex.book.listed([])
     else:
         imex.book.unserved()
     imex.templates.listed([])
     domains.templates = imex.templates
-    placer = Placer(api, evictor=api, imex=imex)
+    placer = Placer(api, extensions=Extensions(Preemption(api), imex))
     placer.nodes_listed(nodes)
     placer.pods_listed(
         [

@@ -7,7 +7,9 @@ from typing import Any
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.enabled import Extensions
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.extension import Preemption
 
 LOW, HIGH = 100, 1_000_000
 
@@ -26,7 +28,7 @@ def prio(pod: dict[str, Any], priority: int, never: bool = False, created: str =
 def full(priority: int = LOW, nodes: int = 32) -> tuple[FakeApi, Placer]:
     """Every node runs one 8-GPU pod `run-<node>` of this priority (namespace batch)."""
     api = FakeApi()
-    placer = Placer(api, evictor=api, clock=lambda: api.now)
+    placer = Placer(api, clock=lambda: api.now, extensions=Extensions(Preemption(api)))
     placer.nodes_listed(fabric(nodes, spine_leaves=4))
     running = [
         api.create(

@@ -13,9 +13,11 @@ from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from webhook.groups.admit import admit_group
 from webhook.groups.capacity import CapacityView
+from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.partly.bound import PartlyBound
 from webhook.groups.gang.admit import gang_ops
 from webhook.groups.gang.names import podgroup_name
-from webhook.groups.gang.place import Gang
+from webhook.groups.gang.place import NativeGang
 from webhook.groups.gang.podgroups import pod_group
 from webhook.groups.placer import Placer
 from webhook.groups.slim import slim_pod
@@ -122,9 +124,11 @@ def test_slim_keeps_what_the_watch_and_the_view_read() -> None:
 # -- the placer makes the PodGroup before the first gate goes, deletes it after the last pod ---
 def native_placer(served: bool = True) -> tuple[GangApi, Placer]:
     api = GangApi()
-    gang = Gang(api, clock=lambda: api.now, owned=api)
+    gang = NativeGang(api)
     gang.book.set_served("v1alpha2" if served else "")
-    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    placer = Placer(
+        api, clock=lambda: api.now, extensions=Extensions(gang=gang, partly=PartlyBound(api))
+    )
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])
     return api, placer
@@ -166,11 +170,11 @@ def test_members_naming_our_podgroup_are_placed_without_one_where_none_is_served
 
 def test_members_naming_our_podgroup_wait_only_while_whether_it_is_served_is_unknown() -> None:
     api, placer = native_placer()
-    placer.gang.book.served = None  # no PodGroup list answered yet
+    placer.ext.gang.book.served = None  # no PodGroup list answered yet
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     assert api.patches == [] and "waiting for the first list" in placer.waiting[("burst", "g")]
-    placer.gang.book.set_served("v1beta1")  # 1.37
+    placer.ext.gang.book.set_served("v1beta1")  # 1.37
     placer.retry_all()
     placer.reconcile()
     assert len(api.patches) == 2
@@ -247,8 +251,12 @@ class Recorded:
 def watched(job: bool) -> tuple[GangApi, Placer, Recorded]:
     api = GangApi()
     metrics = Recorded()
-    gang = Gang(api, metrics, clock=lambda: api.now, owned=api)
-    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    gang = NativeGang(api)
+    placer = Placer(
+        api,
+        clock=lambda: api.now,
+        extensions=Extensions(gang=gang, partly=PartlyBound(api, metrics)),
+    )
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])
     for i in range(4):

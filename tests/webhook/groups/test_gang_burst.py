@@ -49,7 +49,7 @@ def test_with_the_watch_every_gang_of_the_burst_ends_all_bound_in_its_domain(see
         assert {w.placer.view.nodes[n].labels[f"gpufabric.io/{level}"] for n in nodes} == {domain}
     # bounded: 60 s unbound, then the Job's remake (1 s here) is seated and bound in seconds
     assert max(b.bound_at.values()) < 60.0 + 10.0
-    assert w.gang.partly == set()
+    assert w.watch.partly == set()
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -73,9 +73,9 @@ def test_a_gang_larger_than_its_naming_members_shrinks_where_it_may(version: str
     podgroup-protection finalizer holds it): v1beta1's minCount is mutable and shrinks to the
     members that name it; v1alpha2's is not, so the group waits and says what to do."""
     api, placer = native_placer()
-    placer.gang.book.set_served(version)
+    placer.ext.gang.book.set_served(version)
     old = pod_group("burst", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "job-g"), version)
-    placer.gang.book.event("ADDED", api.create_owned("burst", old))
+    placer.ext.gang.book.event("ADDED", api.create_owned("burst", old))
     for i in range(4):
         arrive(api, placer, admitted(member("g", i, 4), native=i >= 1))
     pg = api.podgroups[("burst", "gpufabric-g")]
@@ -122,7 +122,7 @@ def test_a_podgroup_of_an_earlier_owner_is_adopted_by_this_one(
     api, placer = native_placer()
     old = pod_group("burst", "gpufabric-g", "g", 2, earlier, "v1alpha2")
     made = api.create_owned("burst", old)
-    placer.gang.book.event("ADDED", made)
+    placer.ext.gang.book.event("ADDED", made)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     pg = api.podgroups[("burst", "gpufabric-g")]
@@ -131,7 +131,7 @@ def test_a_podgroup_of_an_earlier_owner_is_adopted_by_this_one(
         {"apiVersion": "batch/v1", "kind": "Job", "name": "g", "uid": "job-g"}
     ]
     assert api.log[-3:] == [("podgroup-patched", "gpufabric-g"), ("patch", "g-0"), ("patch", "g-1")]
-    assert placer.gang.book.by_name[("burst", "gpufabric-g")].owner_uid == "job-g"
+    assert placer.ext.gang.book.by_name[("burst", "gpufabric-g")].owner_uid == "job-g"
 
 
 def test_a_podgroup_being_deleted_serves_until_no_pod_names_it() -> None:
@@ -141,7 +141,7 @@ def test_a_podgroup_being_deleted_serves_until_no_pod_names_it() -> None:
     old = pod_group("burst", "gpufabric-g", "g", 2, ("batch/v1", "Job", "g", "job-old"), "v1alpha2")
     made = api.create_owned("burst", old)
     made["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
-    placer.gang.book.event("MODIFIED", made)
+    placer.ext.gang.book.event("MODIFIED", made)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     assert len(api.patches) == 2 and ("podgroup-patched", "gpufabric-g") not in api.log
@@ -165,7 +165,7 @@ def test_a_podgroup_lost_while_members_wait_for_it_is_made_again() -> None:
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     (made,) = api.podgroups.values()
     del api.podgroups[("burst", "gpufabric-g")]  # kubectl delete, or the garbage collector
-    placer.gang.book.event("DELETED", made)
+    placer.ext.gang.book.event("DELETED", made)
     placer.reconcile()
     (again,) = api.podgroups.values()
     assert again["metadata"]["uid"] != made["metadata"]["uid"]
@@ -173,7 +173,7 @@ def test_a_podgroup_lost_while_members_wait_for_it_is_made_again() -> None:
     bind(api, placer, "g-0", "node-0000")
     bind(api, placer, "g-1", "node-0001")
     del api.podgroups[("burst", "gpufabric-g")]
-    placer.gang.book.event("DELETED", again)
+    placer.ext.gang.book.event("DELETED", again)
     api.now = 100.0
     placer.reconcile()
     assert not api.podgroups  # all bound: nothing waits for it (a replacement's ensure makes it)
@@ -244,4 +244,4 @@ def test_a_release_one_budget_cannot_allow_whole_evicts_none() -> None:
     placer.reconcile()
     assert sorted(n for k, n in api.log if k == "evict") == ["g-0", "g-1", "g-2", "g-3"]
     # what the release spent is counted until the watch says so: nothing left for another plan
-    assert placer.preempt.budgets.by_namespace["burst"]["train"].allowed == 0
+    assert placer.ext.preempt.budgets.by_namespace["burst"]["train"].allowed == 0

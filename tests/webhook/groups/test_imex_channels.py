@@ -127,7 +127,7 @@ def test_a_lone_pod_claiming_a_compute_domains_template_holds_its_nodes_channel(
     lone["spec"]["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": "solo-ch"}]
     placer.pod_event("ADDED", api.create(lone))  # bound before its ComputeDomain is listed
     placer.reconcile()
-    placer.imex.book.event("ADDED", domains.user_made("team-a", "solo-cd", "solo-ch"))
+    placer.ext.imex.book.event("ADDED", domains.user_made("team-a", "solo-cd", "solo-ch"))
     create(api, placer, members("g", 17))
     assert tray_name(0, 0) not in nodes_of(placer, "g") and len(nodes_of(placer, "g")) == 17
 
@@ -164,7 +164,7 @@ def test_a_template_of_an_earlier_compute_domain_of_the_name_does_not_count() ->
     domains.lag = True
     stale = {"metadata": {"namespace": "team-a", "name": "moe-imex-channel"}}
     stale["metadata"]["labels"] = {NODE_LABEL: "uid-of-the-deleted-one"}
-    placer.imex.templates.event("ADDED", stale)
+    placer.ext.imex.templates.event("ADDED", stale)
     create(api, placer, members("moe", 2))
     assert api.patches == []
 
@@ -182,7 +182,7 @@ def test_garbage_collected_with_the_job_it_stays_until_the_last_member_is_gone()
     cd = domains.objects[("team-a", "moe")]
     cd["metadata"]["finalizers"].append("resource.nvidia.com/computeDomain")  # the driver's
     cd["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # the Job's deletion
-    placer.imex.book.event("MODIFIED", cd)
+    placer.ext.imex.book.event("MODIFIED", cd)
     placer.reconcile()
     assert [v for v, _, _ in domains.log] == ["create"]  # members exist: held
     for name in ("moe-0", "moe-1"):
@@ -194,7 +194,7 @@ def test_garbage_collected_with_the_job_it_stays_until_the_last_member_is_gone()
 
 def test_only_a_change_of_declared_templates_makes_pods_be_resolved_again() -> None:
     _, domains, placer = imex_setup(racks_under_leaves(1))
-    book = placer.imex.book
+    book = placer.ext.imex.book
     cd = domains.user_made("team-a", "mine", "my-channel")
     book.event("ADDED", cd)
     version = book.changes

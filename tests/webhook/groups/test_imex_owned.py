@@ -28,7 +28,7 @@ def verbs(domains: FakeDomains) -> list[str]:
 
 def earlier_domain(domains: FakeDomains, placer: Placer) -> dict[str, Any]:
     made = dict(domains.create_owned("team-a", compute_domain("team-a", "moe", EARLIER, 2)))
-    placer.imex.book.event("ADDED", made)
+    placer.ext.imex.book.event("ADDED", made)
     domains.log.clear()
     return made
 
@@ -41,7 +41,7 @@ def test_an_earlier_controllers_compute_domain_is_adopted_not_taken_as_it_is() -
     cd = domains.objects[KEY]
     assert cd["metadata"]["uid"] == made["metadata"]["uid"]
     assert cd["metadata"]["ownerReferences"] == references(JOB)
-    assert placer.imex.book.by_name[KEY].owner_uid == JOB[3]
+    assert placer.ext.imex.book.by_name[KEY].owner_uid == JOB[3]
     assert len(api.patches) == 2  # its template is there: the members are ungated
 
 
@@ -61,7 +61,7 @@ def test_a_lost_compute_domain_is_made_again_while_its_placed_members_live() -> 
     api, domains, placer = imex_setup(racks_under_leaves(1))
     arrive(api, placer, [member(i, 2) for i in range(2)])
     first = domains.objects.pop(KEY)  # its finalizer taken off by hand, and deleted
-    placer.imex.book.event("DELETED", first)
+    placer.ext.imex.book.event("DELETED", first)
     placer.reconcile()
     again = domains.objects[KEY]
     assert again["metadata"]["uid"] != first["metadata"]["uid"]
@@ -94,7 +94,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
         placer.pod_event("MODIFIED", pod)
     # the Job deleted: the garbage collector deletes its ComputeDomain; the finalizer holds it
     domains.delete_owned("team-a", "moe", first["metadata"]["uid"], "v1beta1")
-    placer.imex.book.event("MODIFIED", domains.objects[KEY])
+    placer.ext.imex.book.event("MODIFIED", domains.objects[KEY])
     for name in ("w-00", "w-01"):
         terminating(api, placer, name)
     # the Job made again under the same name while its old pods still terminate
@@ -106,10 +106,10 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
         placer.pod_event("DELETED", pod)
         placer.reconcile()
     assert verbs(domains)[-1] == "release" and KEY not in domains.objects  # let go: gone
-    placer.imex.book.event("DELETED", first)
+    placer.ext.imex.book.event("DELETED", first)
     # NVIDIA's controller deletes its channel template; the template watch retries the groups
     rct = {"metadata": {"namespace": "team-a", "name": "moe-imex-channel"}}
-    placer.imex.templates.event("DELETED", rct)
+    placer.ext.imex.templates.event("DELETED", rct)
     placer.retry_all()
     placer.reconcile()
     again = domains.objects[KEY]

@@ -18,9 +18,11 @@ from tests.webhook.groups.imex_world import (
     problems,
     update_problems,
 )
+from webhook.groups.enabled import Extensions
+from webhook.groups.imex.extension import ImexChannels
 from webhook.groups.imex.names import NODE_LABEL
-from webhook.groups.imex.place import Imex
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.extension import Preemption
 
 PLACEMENT = "gpufabric.io/placement"
 
@@ -120,8 +122,8 @@ def test_compute_domain_is_deleted_after_the_last_member_and_never_before() -> N
 
 
 def restarted(api: FakeApi, domains: FakeDomains, nodes: list[dict[str, Any]]) -> Placer:
-    imex = Imex(domains)
-    placer = Placer(api, evictor=api, imex=imex)
+    imex = ImexChannels(domains)
+    placer = Placer(api, extensions=Extensions(Preemption(api), imex))
     imex.book.listed(list(domains.objects.values()))  # the ComputeDomain list may come first
     before = dict(domains.objects)
     placer.reconcile()
@@ -158,7 +160,7 @@ def test_preferred_group_no_rack_holds_spans_racks_and_says_so() -> None:
 
 def test_user_made_compute_domain_members_are_placed_as_required_and_it_is_left_alone() -> None:
     api, domains, placer = imex_setup(racks_under_leaves(2))
-    placer.imex.book.event("ADDED", domains.user_made("team-a", "my-cd", "my-channel"))
+    placer.ext.imex.book.event("ADDED", domains.user_made("team-a", "my-cd", "my-channel"))
     pods = [member(i, 4, mode=None, template="my-channel", level="spine") for i in range(4)]
     arrive(api, placer, pods)
     assert placed(api) == {f"nvlink-domain={domain(0)}"}
@@ -187,7 +189,7 @@ def test_required_waits_where_the_crd_is_not_served_and_preferred_is_a_plain_gro
 
 def test_a_compute_domain_of_the_groups_name_that_is_not_its_own_blocks_it() -> None:
     api, domains, placer = imex_setup(racks_under_leaves(2))
-    placer.imex.book.event("ADDED", domains.user_made("team-a", "moe", "something-else"))
+    placer.ext.imex.book.event("ADDED", domains.user_made("team-a", "moe", "something-else"))
     arrive(api, placer, [member(i, 2) for i in range(2)])
     assert api.patches == []
     assert (
@@ -275,7 +277,7 @@ class Counted:
 
 def test_metrics_count_made_deleted_and_left_over_domains() -> None:
     api, domains, placer = imex_setup(racks_under_leaves(1))
-    placer.imex.metrics = metrics = Counted()
+    placer.ext.imex.metrics = metrics = Counted()
     arrive(api, placer, [member(0, 1)])
     domains.refuse_delete = True
     delete(api, placer, "w-00")
@@ -283,14 +285,14 @@ def test_metrics_count_made_deleted_and_left_over_domains() -> None:
     domains.refuse_delete = False
     placer.reconcile()  # retried on the next reconcile
     assert (metrics.deleted, domains.objects) == (1, {})
-    placer.imex.book.event("DELETED", {"metadata": {"name": "moe", "namespace": "team-a"}})
+    placer.ext.imex.book.event("DELETED", {"metadata": {"name": "moe", "namespace": "team-a"}})
     placer.reconcile()
     assert metrics.left[-1] == 0  # gone once the watch says so
 
 
 def test_a_users_compute_domain_that_declares_the_groups_template_name_is_the_users() -> None:
     api, domains, placer = imex_setup(racks_under_leaves(2))
-    placer.imex.book.event("ADDED", domains.user_made("team-a", "mine", "moe-imex-channel"))
+    placer.ext.imex.book.event("ADDED", domains.user_made("team-a", "mine", "moe-imex-channel"))
     arrive(api, placer, [member(i, 4, mode=None, template="moe-imex-channel") for i in range(4)])
     assert len(set(promised_nodes(placer, 4))) == 4  # one a tray: placed as required
     assert domains.log == []  # nothing made

@@ -20,9 +20,11 @@ from tests.manifests import find, render
 from tests.nvl72 import racks_under_leaves
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
+from webhook.groups.enabled import Extensions
 from webhook.groups.indexes import COMPLETION_INDEX
 from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, LEVELS, level_key
 from webhook.groups.placer import Placer
+from webhook.groups.preempt.extension import Preemption
 from webhook.kube.nodeselector import REQUIRED
 
 PLACER = "system:serviceaccount:gpufabric-system:gpufabric-webhook"
@@ -81,7 +83,7 @@ def _run(
     nodes: list[Pod], pods: list[Pod], then: Callable[[Recording, Placer], None] | None = None
 ) -> Recording:
     api = Recording()
-    placer = Placer(api, evictor=api)
+    placer = Placer(api, extensions=Extensions(Preemption(api)))
     placer.nodes_listed(nodes)
     placer.pods_listed([])
     for pod in pods:

@@ -12,7 +12,9 @@ from typing import Any
 from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.gang.place import Gang
+from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.partly.bound import PartlyBound
+from webhook.groups.gang.place import NativeGang
 from webhook.groups.names import GATE
 from webhook.groups.placer import Placer
 from webhook.groups.refusals import Rejected
@@ -137,9 +139,11 @@ def test_one_by_one_answers_each_call_and_skips_all_once_stopping() -> None:
 
 def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
     api = GangApi()
-    gang = Gang(api, clock=lambda: api.now, owned=api)
+    gang = NativeGang(api)
     gang.book.set_served(True)
-    placer = Placer(api, clock=lambda: api.now, gang=gang)
+    placer = Placer(
+        api, clock=lambda: api.now, extensions=Extensions(gang=gang, partly=PartlyBound(api))
+    )
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])
     placer.pod_event("ADDED", api.create(admitted(member("g", 0, 4), native=True)))

@@ -187,7 +187,7 @@ def test_recovery_of_a_preempted_group_places_it_again_whole() -> None:
 def test_placer_without_an_evictor_never_preempts() -> None:
     api = FakeApi()
     placer = Placer(api)
-    assert placer.preempt.evictor is None
+    assert placer.ext.preempt.evictor is None
 
 
 def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
@@ -200,7 +200,7 @@ def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
     api, placer = full(priority=2 * HIGH)
     group(api, placer, "stuck", 4, HIGH)  # nothing it may preempt: waits
     placer.metrics = metrics
-    placer.preempt.metrics = metrics
+    placer.ext.preempt.metrics = metrics
     for name in ("run-00", "run-01"):
         api.pods[("batch", name)]["spec"]["priority"] = LOW
         placer.pod_event("MODIFIED", api.pods[("batch", name)])

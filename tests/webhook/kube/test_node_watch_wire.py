@@ -190,7 +190,7 @@ def test_the_placer_lists_and_watches_disruption_budgets_of_every_namespace(
     assert path == "/apis/policy/v1/poddisruptionbudgets" and query["watch"] == ["true"]
     placer = Placer(FakeApi())
     placer.budget_event("ADDED", events[0]["object"])
-    (budget,) = placer.preempt.budgets.covering("batch", (("app", "db"),))
+    (budget,) = placer.ext.preempt.budgets.covering("batch", (("app", "db"),))
     assert (budget.key, budget.allowed) == (("batch", "db"), 0)
     placer.budget_event("DELETED", events[0]["object"])
-    assert placer.preempt.budgets.covering("batch", (("app", "db"),)) == ()
+    assert placer.ext.preempt.budgets.covering("batch", (("app", "db"),)) == ()

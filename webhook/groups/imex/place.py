@@ -2,8 +2,9 @@
 changes (the NVLink domain as level, one member a node, nodes of other ComputeDomains skipped),
 the ComputeDomain made before the gate is lifted, and deleted once the last member is gone.
 
-Placer calls `adjust` before deciding, `ensure` before ungating (it waits for the channel
-template too), `words` for GroupPlaced, `track`/`forget` as pods come, bind and go (which nodes'
+The placer's extension points (framework/points.py) are in imex/extension.py: `request_for`
+before deciding, `judge` then `made` before ungating (it waits for the channel template too),
+`placed_words` for GroupPlaced, `track`/`forget` as pods come, bind and go (which nodes'
 channels are taken, before the driver labels them) and `sweep` on each reconcile. Deletion is
 read from listed state (the group's pods and the ComputeDomains labelled as ours), so a restarted
 placer deletes what its predecessor left and never one whose group still has a pod.
@@ -75,7 +76,7 @@ class Imex:
         self.templates = Templates()  # the channel templates NVIDIA's controller made
         if api is None:
             self.templates.set_served(False)  # no API: nothing is served (plain groups' tests)
-        self.synced = False  # the pods are listed: an empty group is truly empty
+        self.pods_listed = False  # the pods are listed: an empty group is truly empty
         self.needs: dict[GroupKey, Need] = {}
         self.left_over = 0  # our ComputeDomains whose group is gone, not deleted yet
         self.channels = Channels()  # which node's channel which pod holds or was promised
@@ -98,7 +99,7 @@ class Imex:
             return None  # preferred on a cluster without the CRD: nothing was injected
         return Need(mode, key[1], own, False)
 
-    def adjust(
+    def request_for(
         self,
         key: GroupKey,
         request: Request,
@@ -133,10 +134,18 @@ class Imex:
         )
         return replace(request, members=members, level=NVLINK_LEVEL, locality=need.mode)
 
-    def ensure(self, key: GroupKey, recs: Sequence[PodRecord]) -> str:
+    def judge(self, key: GroupKey, recs: Sequence[PodRecord]) -> str:
+        """Why the group may not have the ComputeDomain of its name, '' when it may (nothing is
+        made here: the placer asks every extension's checks before the first is made)."""
+        need = self.needs.get(key)
+        if need is None or need.user:
+            return ""
+        return self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need))
+
+    def made(self, key: GroupKey, recs: Sequence[PodRecord]) -> str:
         """The group's ComputeDomain exists and NVIDIA's controller has made its channel template
         before the gate is lifted: '' when both are there, else why the group waits (raises
-        when the ComputeDomain is not made)."""
+        when the ComputeDomain is not made). `judge` said it may have it."""
         need = self.needs.get(key)
         if need is None:
             return ""
@@ -227,7 +236,7 @@ class Imex:
             holder = self.channels.holder(n)
             self.view.overlay(n, {NODE_LABEL: holder} if holder else {})
 
-    def words(
+    def placed_words(
         self, key: GroupKey, nodes: Sequence[str], where: Callable[[str], Sequence[str | None]]
     ) -> str:
         """GroupPlaced's words on the ComputeDomain and, where the members' nodes span several
@@ -248,7 +257,7 @@ class Imex:
         """Our ComputeDomains whose group has no pod left (none runs under it any more): the
         placer's finalizer off, deleted; one being deleted while none of its live group holds
         its channel: let go, made anew after (framework/lifecycle.py)."""
-        if not self.synced or not self.book.served:
+        if not self.pods_listed or not self.book.served:
             return
         self._remake(groups)
         held = {ch for _, ch in self.channels.of.values()}

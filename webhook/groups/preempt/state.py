@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from webhook.groups.capacity import CapacityView
 from webhook.groups.decision import Member
@@ -29,6 +29,7 @@ RETRY = 10.0  # seconds before a domain the API server refused is tried again
 HOLD = "gpufabric-hold/"  # promise ids that keep a held domain's free GPUs from other groups
 
 
+@runtime_checkable
 class PreemptMetrics(Protocol):
     def preempted(self, plans: int, pods: int, gpus: int) -> None: ...
 

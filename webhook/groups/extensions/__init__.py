@@ -1,0 +1,1 @@
+"""The placer's extensions: each implements the points of framework/points.py it needs."""
