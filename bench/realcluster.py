@@ -1,9 +1,9 @@
 """The real control planes of bench/bind_bench.py, set up by the end-to-end tier's harness
 (tests/e2e: cluster.start, env.installed, fleet.node): gpufabric installed as the tier installs it,
 `gpufabric-webhook serve --labeler --placer` running as the webhook's ServiceAccount, no kubelet
-(placed = bound). What is the bench's own: the served plane's extras for kube-scheduler's native
-gang (its topology-aware placement, the controller that lets deleted PodGroups go), 8-GPU Node
-objects under two spines, and keeping the logs.
+(placed = bound). What is the bench's own: the served plane's extra gate for kube-scheduler's
+native gang (its topology-aware placement), 8-GPU Node objects under two spines, and keeping the
+logs.
 """
 
 from __future__ import annotations
@@ -27,15 +27,9 @@ from tests.e2e.fleet import TOPOLOGY, node
 from tests.e2e.install import NAMESPACE
 from tests.e2e.waits import wait_until
 
-# The tier's gang plane, plus what the native gang the bench compares with needs: its
-# `schedulingConstraints.topology` (TopologyAwareWorkloadScheduling) and, so that each run's
-# PodGroups and the bench namespace can go, the controller that lifts their finalizer
-# scheduling.k8s.io/podgroup-protection once no pod names them (not among up.sh's defaults).
-SERVED = replace(
-    k8s.GANG,
-    gates=(*k8s.GANG.gates, "TopologyAwareWorkloadScheduling"),
-    controllers=(*k8s.GANG.controllers, "podgroup-protection-controller"),
-)
+# The tier's gang plane (its podgroup-protection controller lets each run's PodGroups go), plus
+# what the native gang the bench compares with needs: its `schedulingConstraints.topology`.
+SERVED = replace(k8s.GANG, gates=(*k8s.GANG.gates, "TopologyAwareWorkloadScheduling"))
 
 
 def topology(spines: int, leaves: int, per_leaf: int) -> str:

@@ -63,10 +63,13 @@ class Flags:
 
 
 PLAIN = Flags()
-# PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) served, and kube-scheduler's gang scheduling.
+# PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) served, kube-scheduler's gang scheduling, and the
+# controller that lifts a PodGroup's finalizer scheduling.k8s.io/podgroup-protection once it is
+# deleted and no pod names it (without it, a deleted PodGroup and its namespace stay for good).
 GANG = Flags(
     gates=("GenericWorkload", "GangScheduling"),
     api_args=("--runtime-config=scheduling.k8s.io/v1alpha2=true",),
+    controllers=("podgroup-protection-controller",),
 )
 
 

@@ -2,8 +2,9 @@
 8-GPU pods, 128 nodes in 16 leaves of 8, created at once in shuffled order. Every gang is bound
 whole, each inside one domain of its level (none split, none partly bound). Timing is
 bench/bind_bench.py's (docs/benchmarks.md), not this test's; the bench also runs the burst where
-PodGroups are served (its control plane runs the podgroup-protection controller, which the
-tier's gang cluster does not: 128 pods' PodGroups there hold their namespace past its teardown)."""
+PodGroups are served. Not the tier's gang cluster: there, with the whole check loading this
+shared machine, kube-scheduler once left 2 ungated members unbound past the 45 s this waits
+(its gang cycle, issue 38), which would make the tier flaky."""
 
 from __future__ import annotations
 

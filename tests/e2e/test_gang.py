@@ -9,7 +9,7 @@ the next Job of that name waiting."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import json
 from typing import Any
 
 import jsonpatch
@@ -17,43 +17,28 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests import openapi, reference
 from tests.e2e.env import Env
 from tests.e2e.fleet import Fleet
-from tests.e2e.pods import create, group_annotations, pod, wait_bound
+from tests.e2e.pods import PAUSE, create, group_annotations, pod, wait_bound
 from tests.e2e.waits import wait_until
 from webhook.groups.admit import admit_group
 
 PODGROUPS = ("scheduling.k8s.io", "v1alpha2", "podgroups")  # what Kubernetes 1.36 serves
 MANAGED = {"app.kubernetes.io/managed-by": "gpufabric-placer"}
-
-
-@pytest.fixture(autouse=True)
-def podgroups_released(cluster_env: Env, ns: str) -> Iterator[None]:
-    """After the test, before its namespace goes: what kube-controller-manager's
-    podgroup-protection-controller does (not among up.sh's controllers), so the namespace can
-    end: once no pod is left, the PodGroups' scheduling.k8s.io/podgroup-protection finalizer
-    is removed."""
-    yield
-    core = cluster_env.core
-    # Jobs first, or their controller makes the pods again (naming the PodGroup again)
-    client.BatchV1Api(cluster_env.admin).delete_collection_namespaced_job(
-        ns, propagation_policy="Background"
-    )
-    core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
-    wait_until(lambda: not core.list_namespaced_pod(ns).items, 30, f"no pod left in {ns}")
-    group, version, plural = PODGROUPS
-    custom = client.CustomObjectsApi(cluster_env.admin)
-    try:
-        listed = custom.list_namespaced_custom_object(group, version, ns, plural)["items"]
-    except ApiException as err:
-        if err.status != 404:  # none served (GenericWorkload off): nothing to release
-            raise
-        return
-    for pg in listed:
-        patch = {"metadata": {"finalizers": None}}
-        custom.patch_namespaced_custom_object(
-            group, version, ns, plural, pg["metadata"]["name"], patch
-        )
+# (fixture, what the API server serves it at, its root schema): the unit tests' schemas
+SCHEMAS = [
+    (
+        "k8s-1.36-openapi-scheduling-v1alpha2-podgroup.json",
+        "/openapi/v3/apis/scheduling.k8s.io/v1alpha2",
+        "io.k8s.api.scheduling.v1alpha2.PodGroup",
+    ),
+    (
+        "k8s-1.36-openapi-core-v1-podschedulinggroup.json",
+        "/openapi/v3/api/v1",
+        "io.k8s.api.core.v1.PodSchedulingGroup",
+    ),
+]
 
 
 def podgroup(env: Env, ns: str, name: str) -> dict[str, Any] | None:
@@ -134,12 +119,25 @@ def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
 ) -> None:
     """PodGroup gpufabric-train left from an earlier group of that name: the placer deletes it
     (no pod of the group left), and the podgroup-protection finalizer the API server gave it
-    holds it while any pod names it. A Job of the same name made meanwhile names it too, so it
-    stays for as long as the Job runs: waiting for it to go would wait for good, and
-    kube-scheduler binds by it all the same."""
-    fleet.hgx_leaves(leaves=1, per_leaf=2)
+    holds it while any pod names it (kube-controller-manager's controller lifts it once none
+    does). A Job of the same name made meanwhile names it too, so it stays for as long as the
+    Job runs: waiting for it to go would wait for good, and kube-scheduler binds by it all the
+    same. The pod that names it when the placer deletes it is one of no group here (the race
+    of a real Job's pods with the delete cannot be timed)."""
+    layout = fleet.hgx_leaves(leaves=1, per_leaf=2)
     group, version, plural = PODGROUPS
     custom = client.CustomObjectsApi(cluster_env.admin)
+    holder = {  # no gpufabric annotation: the webhook never sees it; already on a node
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "holder"},
+        "spec": {
+            "containers": [{"name": "main", "image": PAUSE}],
+            "nodeName": layout["leaf-0"][0],
+            "schedulingGroup": {"podGroupName": "gpufabric-train"},
+        },
+    }
+    create(cluster_env.core, ns, [holder])
     stale = {
         "apiVersion": f"{group}/{version}",
         "kind": "PodGroup",
@@ -174,7 +172,20 @@ def test_a_podgroup_being_deleted_does_not_hold_the_next_job_of_its_name(
         },
     }
     client.BatchV1Api(cluster_env.admin).create_namespaced_job(ns, job)
-    bound = wait_bound(cluster_env.core, ns, 2, timeout=50)
+    bound = wait_bound(cluster_env.core, ns, 2, selector="job-name=train", timeout=50)
     assert named(bound) == ["gpufabric-train"] * 2
     held: Any = podgroup(cluster_env, ns, "gpufabric-train")
     assert held["metadata"]["uid"] == old["metadata"]["uid"]  # the one held, still there
+
+
+@pytest.mark.parametrize("cluster_env", ["gang"], indirect=True)
+@pytest.mark.parametrize(("fixture", "served_at", "root"), SCHEMAS, ids=["podgroup", "pod"])
+def test_the_schemas_the_unit_tests_check_against_are_the_ones_this_server_serves(
+    cluster_env: Env, fixture: str, served_at: str, root: str
+) -> None:
+    """tests/webhook/groups/test_gang.py checks what the placer writes against these fixtures
+    (tests/fixtures/schedulers/PROVENANCE.md): cut the same way from the live API server, they
+    are equal, or the fixtures are stale."""
+    served = json.loads(cluster_env.cluster.kubectl("get", "--raw", served_at))
+    kept = openapi.load(reference.FIXTURES / "schedulers" / fixture)
+    assert openapi.closure(served, root) == kept

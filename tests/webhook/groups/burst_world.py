@@ -317,9 +317,12 @@ class World:
             self.api.remove(p)
         self._tell()
 
-    def create(self, pod: Pod) -> None:
+    def create(self, pod: Pod, native: bool | None = None) -> None:
+        """`pod` as the webhook admits it; `native`: whether it names its PodGroup, where not as
+        the world's (a member admitted before PodGroups were known served names none)."""
         self.templates[pod["metadata"]["name"]] = copy.deepcopy(pod)
-        self.placer.pod_event("ADDED", self.api.create(admitted(pod, self.native)))
+        named = self.native if native is None else native
+        self.placer.pod_event("ADDED", self.api.create(admitted(pod, named)))
 
     def _tell(self) -> None:
         """The watches report deleted pods: the placer at once, the Job controller's remake."""

@@ -8,13 +8,18 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from typing import Any
 
 import pytest
 
 from tests.webhook.groups.burst_world import GangApi, admitted, member
-from tests.webhook.groups.fabric import gpu_pod
-from tests.webhook.groups.test_gang import arrive, bind, native_placer, unschedulable, watched
+from tests.webhook.groups.test_gang import (
+    arrive,
+    bind,
+    native_placer,
+    no_room_again,
+    unschedulable,
+    watched,
+)
 from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
@@ -207,25 +212,13 @@ def test_a_member_the_scheduler_preempts_for_is_not_stuck() -> None:
 def release_pending(budget_allows: int) -> tuple[GangApi, Placer]:
     """A gang of 4, 3 bound and Running under one budget, whose evicted 4th member came back and
     finds no room: due for release at 75 s."""
-    api, placer, _ = watched(job=True)
-    for i in range(3):
-        bind(api, placer, f"g-{i}", f"node-000{i}")
-    pdb = api.add_pdb("train", {"gpufabric.io/group": "g"}, budget_allows, namespace="burst")
-    placer.budgets_listed([pdb])
-    placer.pod_event("ADDED", api.create(other_pod()))
-    api.now = 60.0
-    placer.reconcile()
-    for p in api.gone:
-        placer.pod_event("DELETED", p)
-    api.gone = []
-    again = member("g", 3, 4, level="leaf")
-    again["metadata"] |= {"name": "g-3x", "uid": "uid-g-3x"}
-    arrive(api, placer, admitted(again, native=False))
+
+    def budget(api: GangApi, placer: Placer) -> None:
+        pdb = api.add_pdb("train", {"gpufabric.io/group": "g"}, budget_allows, namespace="burst")
+        placer.budgets_listed([pdb])
+
+    api, placer, _ = no_room_again(budget)
     return api, placer
-
-
-def other_pod() -> dict[str, Any]:
-    return gpu_pod("other", 8, namespace="x", node_name="node-0003")
 
 
 def test_a_release_one_budget_cannot_allow_whole_evicts_none() -> None:

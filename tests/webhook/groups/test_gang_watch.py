@@ -88,8 +88,8 @@ def test_podgroups_unserved_then_served_reach_admission(
 
     named, retry = admitted()  # not known yet: nothing decided, the client comes again
     assert book.served is None and not named and "retry in a few seconds" in retry
-    listed(watch.lister, watch.on_list)
-    assert book.served is False and admitted() == (False, "")
+    listed(watch.lister, watch.on_list)  # 404 from every version: an empty list, unserved
+    assert book.served is False and not book.by_name and admitted() == (False, "")
     with pytest.raises(Gone):  # asked again after RECHECK, as a relist: no failing watch
         list(watch.watcher(""))
     FakeObjects.served, FakeObjects.items = version, [OURS | {"apiVersion": version}]
@@ -101,44 +101,6 @@ def test_podgroups_unserved_then_served_reach_admission(
     assert FakeObjects.asked == [
         f"{v} app.kubernetes.io/managed-by=gpufabric-placer" for v in tried
     ]
-
-
-def test_the_podgroup_watch_asks_only_for_ours_and_knows_an_unserved_cluster(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from webhook.kube.watch import Gone
-
-    asked: list[dict[str, Any]] = []
-    state = {"served": False}  # served: as 1.36 does, v1alpha2 only
-    pg = {"metadata": {"name": "gpufabric-train", "namespace": "team-a", "uid": "pg-1"}}
-
-    class Response:
-        data = json.dumps({"metadata": {"resourceVersion": "9"}, "items": [pg]}).encode()
-
-    class FakeObjects:
-        def __init__(self, api_client: Any = None) -> None:
-            pass
-
-        def list_cluster_custom_object(self, *kind: str, **kw: Any) -> Any:
-            asked.append({"kind": kind, "labelSelector": kw.get("label_selector")})
-            if not state["served"] or kind[1] != "v1alpha2":
-                raise ApiException(status=404, reason="Not Found")
-            return Response()
-
-    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
-    said: list[str] = []
-    lister, watcher = ownedkube.owned_list_watch(
-        client.ApiClient(), PODGROUPS, said.append, recheck=0
-    )
-    assert [p.items for p in lister()] == [[]] and said == [""]
-    with pytest.raises(Gone):  # a relist after `recheck`: no failing watch
-        list(watcher(""))
-    state["served"] = True
-    assert [p.items for p in lister()] == [[pg]] and said == ["", "v1alpha2"]
-    assert asked[-1] == {
-        "kind": ("scheduling.k8s.io", "v1alpha2", "podgroups"),
-        "labelSelector": "app.kubernetes.io/managed-by=gpufabric-placer",
-    }
 
 
 def test_the_placers_podgroup_writes_as_the_api_server_answers(

@@ -22,12 +22,6 @@ PG_KIND: Final = "PodGroup"
 # while the podgroup-protection finalizer holds it for the pods that name it).
 PODGROUPS: Final = OwnedKind(PG_GROUP, PG_PLURAL, PG_KIND, PG_VERSIONS, serves_deleted=True)
 
-# How long ungated members may stay unbound while others of their group are bound before the
-# placer calls the group partly bound (Event GroupPartlyBound; deleted when a controller
-# recreates them). kube-scheduler retries an unschedulable pod within its podMaxBackoff (10 s)
-# after a cluster event; 60 s is several retries, and short against the hours a gang holds nodes.
-PARTLY_BOUND_AFTER: Final = 60.0
-
 # metadata.name of a PodGroup: a DNS subdomain (lower case, digits, '-', '.'; 253 at most).
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 

@@ -1,12 +1,19 @@
 """Which groups are partly bound: some ungated members bound by kube-scheduler, others not,
-past a stated time (names.PARTLY_BOUND_AFTER). Pure: the placer's records in, verdicts out."""
+past a stated time (PARTLY_BOUND_AFTER). Pure: the placer's records in, verdicts out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from webhook.groups.records import PodRecord
+
+# How long ungated members may stay unbound while others of their group are bound before the
+# placer calls the group partly bound (Event GroupPartlyBound; deleted when a controller
+# recreates them). kube-scheduler retries an unschedulable pod within its podMaxBackoff (10 s)
+# after a cluster event; 60 s is several retries, and short against the hours a gang holds nodes.
+PARTLY_BOUND_AFTER: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True)

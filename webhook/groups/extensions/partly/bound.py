@@ -18,8 +18,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from webhook.groups.framework.points import Cycle, Host
-from webhook.groups.gang.names import PARTLY_BOUND_AFTER
-from webhook.groups.gang.watch import Binding, binding, partly_words, released_words
+from webhook.groups.gang.watch import (
+    PARTLY_BOUND_AFTER,
+    Binding,
+    binding,
+    partly_words,
+    released_words,
+)
 from webhook.groups.names import GroupKey
 from webhook.groups.preempt.budgets import Budgets, Ledger, Outcome
 from webhook.groups.records import PodRecord, pod_ref
