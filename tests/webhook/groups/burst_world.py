@@ -21,13 +21,13 @@ import jsonpatch
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.admit import admit_group
-from webhook.groups.enabled import Extensions
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.extensions.gang.place import NativeGang
 from webhook.groups.extensions.partly.bound import PartlyBound
-from webhook.groups.gang.place import NativeGang
+from webhook.groups.framework.evictions import Outcome
 from webhook.groups.model.pods import named_group
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 from webhook.kube.nodeselector import pod_admits
 
 Pod = dict[str, Any]

@@ -15,9 +15,8 @@ import jsonschema
 from tests.webhook.export.fabrics import cel_failures, crd_schema
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.enabled import Extensions
-from webhook.groups.imex.extension import ImexChannels
-from webhook.groups.imex.names import (
+from webhook.groups.extensions.imex.extension import ImexChannels
+from webhook.groups.extensions.imex.names import (
     ANN_COMPUTE_DOMAIN,
     CLAIM,
     FINALIZER,
@@ -25,10 +24,11 @@ from webhook.groups.imex.names import (
     TEMPLATE_TARGET,
     template_name,
 )
-from webhook.groups.imex.templates import Templates
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.extension import Preemption
-from webhook.groups.refusals import Rejected
+from webhook.groups.extensions.imex.templates import Templates
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
 CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes

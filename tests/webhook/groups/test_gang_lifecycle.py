@@ -23,9 +23,9 @@ from tests.webhook.groups.test_gang import (
 from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
+from webhook.groups.extensions.gang.podgroups import pod_group
 from webhook.groups.framework.owned import Found, verdict
-from webhook.groups.gang.podgroups import pod_group
-from webhook.groups.placer import Placer
+from webhook.groups.placer.placer import Placer
 
 GROUP = {"gpufabric.io/group": "g", "gpufabric.io/group-size": "2"}
 KEY = ("burst", "g")

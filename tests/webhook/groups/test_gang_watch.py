@@ -15,12 +15,12 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.webhook.groups.burst_world import member
 from webhook.fleet.cache import FabricCache
-from webhook.groups.admit import admit_group
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.admission.spines import SpineSizes
+from webhook.groups.extensions.gang.names import PODGROUPS
+from webhook.groups.extensions.gang.podgroups import Book
 from webhook.groups.framework import ownedkube
 from webhook.groups.framework.ownedkube import KubeOwnedApi
-from webhook.groups.gang.names import PODGROUPS
-from webhook.groups.gang.podgroups import Book
-from webhook.groups.spines import SpineSizes
 from webhook.kube.watch import Gone, listed
 from webhook.serve import admission_settings
 from webhook.server.metrics import WebhookMetrics
@@ -109,7 +109,7 @@ def test_the_placers_podgroup_writes_as_the_api_server_answers(
     """A create of a name that exists (409) reads that object back for the placer to judge;
     a refusal (4xx) is the placer's Rejected with the API server's words; a patch is a merge
     patch in the version served."""
-    from webhook.groups.refusals import Rejected
+    from webhook.groups.framework.refusals import Rejected
 
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     theirs = {"metadata": {"name": "gpufabric-g", "namespace": "ns", "uid": "users"}}

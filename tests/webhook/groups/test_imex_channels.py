@@ -11,11 +11,11 @@ from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import imex_setup, member
-from webhook.groups.capacity import CapacityView
-from webhook.groups.imex.channels import Channels
-from webhook.groups.imex.names import CLAIM, FINALIZER, NODE_LABEL
-from webhook.groups.placer import Placer
-from webhook.groups.selector import selector_of
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.extensions.imex.channels import Channels
+from webhook.groups.extensions.imex.names import CLAIM, FINALIZER, NODE_LABEL
+from webhook.groups.model.selector import selector_of
+from webhook.groups.placer.placer import Placer
 
 
 def members(group: str, size: int, gpus: int = 1, **kw: Any) -> list[dict[str, Any]]:

@@ -13,12 +13,17 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.webhook.groups.imex_world import CRD, CRD_V25, problems
+from webhook.groups.extensions.imex.domains import compute_domain
+from webhook.groups.extensions.imex.names import (
+    COMPUTE_DOMAINS,
+    FINALIZER,
+    NODE_LABEL,
+    TEMPLATE_TARGET,
+)
+from webhook.groups.extensions.imex.templates import Templates
 from webhook.groups.framework.owned import adoption
 from webhook.groups.framework.ownedkube import KubeOwnedApi
-from webhook.groups.imex.domains import compute_domain
-from webhook.groups.imex.names import COMPUTE_DOMAINS, FINALIZER, NODE_LABEL, TEMPLATE_TARGET
-from webhook.groups.imex.templates import Templates
-from webhook.groups.refusals import Rejected
+from webhook.groups.framework.refusals import Rejected
 
 
 class Server:

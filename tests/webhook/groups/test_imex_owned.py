@@ -9,9 +9,9 @@ from typing import Any
 from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import JOB, FakeDomains, arrive, imex_setup, member
-from webhook.groups.imex.domains import compute_domain
-from webhook.groups.imex.names import FINALIZER
-from webhook.groups.placer import Placer
+from webhook.groups.extensions.imex.domains import compute_domain
+from webhook.groups.extensions.imex.names import FINALIZER
+from webhook.groups.placer.placer import Placer
 
 EARLIER = ("batch/v1", "Job", "train", "uid-job-train-before")  # the Job of that name before
 AGAIN = ("batch/v1", "Job", "train", "uid-job-train-again")  # the Job made again
@@ -119,7 +119,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
 
 
 def test_explain_counts_the_channels_bound_members_hold_before_the_driver_labels_them() -> None:
-    from webhook.groups.explain import group_section
+    from webhook.groups.placer.explain import group_section
 
     nodes = racks_under_leaves(1)  # one NVLink domain of 18 trays
     bound = []

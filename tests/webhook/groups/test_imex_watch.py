@@ -14,11 +14,11 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.nvl72 import domain, racks_under_leaves
 from webhook.fleet.cache import FabricCache
+from webhook.groups.extensions.imex.domains import Book
+from webhook.groups.extensions.imex.inject import ImexState
+from webhook.groups.extensions.imex.names import COMPUTE_DOMAINS
+from webhook.groups.extensions.imex.nodes import DomainSizes
 from webhook.groups.framework import ownedkube
-from webhook.groups.imex.domains import Book
-from webhook.groups.imex.inject import ImexState
-from webhook.groups.imex.names import COMPUTE_DOMAINS
-from webhook.groups.imex.nodes import DomainSizes
 from webhook.kube.watch import Gone, Obj, one_page
 from webhook.server.metrics import WebhookMetrics
 from webhook.wiring import Serving, add_cache_watches, add_imex_watch

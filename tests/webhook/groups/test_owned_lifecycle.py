@@ -24,16 +24,16 @@ from tests.webhook.groups.imex_world import member as imex_member
 from tests.webhook.groups.owned_server import OwnedServer
 from tests.webhook.groups.test_gang import arrive as gang_arrive
 from tests.webhook.groups.test_gang import native_placer
+from webhook.groups.extensions.gang.podgroups import Book as PodGroups
+from webhook.groups.extensions.gang.podgroups import pod_group
+from webhook.groups.extensions.imex.domains import Book as Domains
+from webhook.groups.extensions.imex.domains import compute_domain
+from webhook.groups.extensions.imex.names import FINALIZER
 from webhook.groups.framework import owned
 from webhook.groups.framework.lifecycle import Lifecycle
 from webhook.groups.framework.ownedkube import KubeOwnedApi
-from webhook.groups.gang.podgroups import Book as PodGroups
-from webhook.groups.gang.podgroups import pod_group
-from webhook.groups.imex.domains import Book as Domains
-from webhook.groups.imex.domains import compute_domain
-from webhook.groups.imex.names import FINALIZER
+from webhook.groups.framework.refusals import Rejected
 from webhook.groups.model.pods import Owner
-from webhook.groups.refusals import Rejected
 
 JOB = ("batch/v1", "Job", "g", "uid-job-g")
 EARLIER = ("batch/v1", "Job", "g", "uid-job-g-before")  # the Job of that name before

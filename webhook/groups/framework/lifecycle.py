@@ -16,12 +16,13 @@ from functools import partial
 from typing import Any, Generic, Protocol
 
 from webhook.groups.framework.owned import Book, R, adoption, verdict, waiting_words
+from webhook.groups.model.names import GroupKey
 from webhook.groups.model.pods import Owner
-from webhook.groups.names import GroupKey
 
 log = logging.getLogger(__name__)
 Counted = Callable[[int, int], None]  # (made, deleted) as they happen: the kind's metric
-# Writes.add of the reconcile's batch (groups/writes.py): the call, then what hears its result
+# Writes.add of the reconcile's batch (groups/framework/writes.py): the call, then what hears its
+# result
 AddWrite = Callable[[Callable[[], object], Callable[[object], None]], None]
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, dataclass
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
+from webhook.groups.model.names import LABEL_GROUP, PLACER_FIELD_MANAGER
 from webhook.groups.model.pods import Owner
-from webhook.groups.names import LABEL_GROUP, PLACER_FIELD_MANAGER
 
 LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
 OURS: Final = f"{LABEL_MANAGED}={PLACER_FIELD_MANAGER}"  # their label selector

@@ -30,9 +30,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from webhook.groups.framework.owned import OURS, Book, OwnedKind, R
-from webhook.groups.names import PLACER_FIELD_MANAGER
-from webhook.groups.refusals import Rejected
-from webhook.groups.timeouts import RECHECK, TIMEOUT, WRITE_TIMEOUT
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.framework.timeouts import RECHECK, TIMEOUT, WRITE_TIMEOUT
+from webhook.groups.model.names import PLACER_FIELD_MANAGER
 from webhook.kube.client import delete_custom_object, served_list_watch
 from webhook.kube.status import status_words
 from webhook.kube.watch import Gathered, Lister, ListWatch, Page, Watcher
