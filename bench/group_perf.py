@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from group_workload import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import decide
-from webhook.groups.decision import Member, Placed, Request
-from webhook.groups.names import GATE
-from webhook.groups.placer import Placer
-from webhook.groups.seating import seat_new
-from webhook.groups.selector import selector_of
+from webhook.groups.decision.choose import decide
+from webhook.groups.decision.decision import Member, Placed, Request
+from webhook.groups.decision.seating import seat_new
+from webhook.groups.model.names import GATE
+from webhook.groups.model.selector import selector_of
+from webhook.groups.placer.placer import Placer
 
 CURVE = (("tree", 4096), ("tree", 16384), ("tree", 65536), ("nvl72", 65520))
 BASE = 4096  # the size the busy-pod mix is drawn for

@@ -16,10 +16,10 @@ Poisson, rate set so that offered load is 85 % of the cluster's GPUs. Queue: FIF
 Policies, on the same stream and seed:
   stock      kube-scheduler alone: each pod to the node with the most free GPUs (LeastAllocated,
              ties at random), no group constraint; a job starts when all its pods fit (ideal gang)
-  first-fit  webhook.groups.choose.decide, first domain in fabric order, locality preferred
-  tightest   webhook.groups.choose.decide, tightest fit (gpufabric), locality preferred; rank i
+  first-fit  webhook.groups.decision.choose.decide, first domain in fabric order, locality preferred
+  tightest   webhook.groups.decision.choose.decide, tightest fit (gpufabric), locality preferred; rank i
              is member i wherever the decision put it
-  ranked     tightest, then webhook.groups.seating.seat_new: ranks in fabric order (the placer)
+  ranked     tightest, then webhook.groups.decision.seating.seat_new: ranks in fabric order (the placer)
 (`--locality required`: groups wait for a domain of their level instead of going up; every job
 is then in its domain by construction and the queueing delay is what differs; `--load` sets the
 offered load.)
@@ -59,12 +59,12 @@ from group_workload import (  # noqa: E402
 )
 from rings import Ring, ring  # noqa: E402  (bench/, beside this script)
 
-from webhook.groups.capacity import CapacityView  # noqa: E402
-from webhook.groups.choose import decide  # noqa: E402
-from webhook.groups.decision import Member, Placed, Request  # noqa: E402
-from webhook.groups.inside import fewest_possible  # noqa: E402
-from webhook.groups.names import level_key  # noqa: E402
-from webhook.groups.seating import seat_assignments, seat_new  # noqa: E402
+from webhook.groups.decision.capacity import CapacityView  # noqa: E402
+from webhook.groups.decision.choose import decide  # noqa: E402
+from webhook.groups.decision.decision import Member, Placed, Request  # noqa: E402
+from webhook.groups.decision.inside import fewest_possible  # noqa: E402
+from webhook.groups.decision.seating import seat_assignments, seat_new  # noqa: E402
+from webhook.groups.model.names import level_key  # noqa: E402
 
 POLICIES = ("stock", "first", "tightest", "ranked")
 

@@ -26,11 +26,11 @@ from typing import Any
 
 from group_workload import FABRICS, Job, job_stream, node_objs, pct, rule_level
 
-from webhook.groups.enabled import Extensions
-from webhook.groups.names import GATE, level_key
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.budgets import Outcome
-from webhook.groups.preempt.extension import Preemption
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.framework.evictions import Outcome
+from webhook.groups.model.names import GATE, level_key
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 HIGH, LOW = 1_000_000, 100
 

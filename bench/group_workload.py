@@ -18,9 +18,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webhook.groups.capacity import CapacityView  # noqa: E402
-from webhook.groups.names import level_key  # noqa: E402
-from webhook.groups.selector import selector_of  # noqa: E402
+from webhook.groups.decision.capacity import CapacityView  # noqa: E402
+from webhook.groups.model.names import level_key  # noqa: E402
+from webhook.groups.model.selector import selector_of  # noqa: E402
 
 TRACE = ROOT.parent / "shared" / "reference" / "traces" / "microsoft-itp-2021.csv.gz"
 if not TRACE.exists():

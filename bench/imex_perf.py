@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from group_perf import NullApi, busy_pods
 from group_workload import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import decide
-from webhook.groups.decision import Member, Placed, Request
-from webhook.groups.imex.names import NODE_LABEL
-from webhook.groups.imex.nodes import excluding
-from webhook.groups.names import NVLINK_LEVEL
-from webhook.groups.placer import Placer
-from webhook.groups.seating import seat_new
+from webhook.groups.decision.choose import decide
+from webhook.groups.decision.decision import Member, Placed, Request
+from webhook.groups.decision.seating import seat_new
+from webhook.groups.extensions.imex.names import NODE_LABEL
+from webhook.groups.extensions.imex.nodes import excluding
+from webhook.groups.model.names import NVLINK_LEVEL
+from webhook.groups.placer.placer import Placer
 
 
 def run(trays: int, decisions: int, seed: int, size: int = 16) -> dict[str, float]:

@@ -35,10 +35,10 @@ from typing import Any
 from group_perf import NullApi
 from group_workload import ANY, FABRICS, node_objs, pct
 
-from webhook.groups.choose import chosen_level, decide
-from webhook.groups.decision import Member, Request, Waiting
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.victims import choose
+from webhook.groups.decision.choose import chosen_level, decide
+from webhook.groups.decision.decision import Member, Request, Waiting
+from webhook.groups.extensions.preempt.victims import choose
+from webhook.groups.placer.placer import Placer
 
 HIGH = 1_000_000
 

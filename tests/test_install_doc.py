@@ -262,7 +262,7 @@ def test_what_the_install_doc_creates_in_the_checkout_is_ignored_by_git() -> Non
 
 
 def test_uninstall_releases_gated_group_pods_and_only_our_gate(tmp_path: Path) -> None:
-    from webhook.groups.names import GATE, LABEL_GROUP
+    from webhook.groups.model.names import GATE, LABEL_GROUP
 
     release = block("kubectl get pods -A -l gpufabric.io/group")
     log = tmp_path / "patches"

@@ -84,8 +84,14 @@ def test_rbac_is_exactly_least_privilege() -> None:
         (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),
-        # a group's, held by the placer's finalizer until its last member is gone (patch)
-        (("resource.nvidia.com",), ("computedomains",), (), ("create", "delete", "patch")),
+        # a group's, held by the placer's finalizer until its last member is gone (patch); one
+        # of its name that a create finds (409) read back (get), as a PodGroup
+        (
+            ("resource.nvidia.com",),
+            ("computedomains",),
+            (),
+            ("create", "delete", "get", "patch"),
+        ),
         (("resource.k8s.io",), ("resourceclaimtemplates",), (), ("list", "watch")),  # made yet?
         (
             ("scheduling.k8s.io",),

@@ -19,11 +19,11 @@ from common.cli import UsageError
 from webhook.admission import cufile
 from webhook.admission.placement import Settings
 from webhook.fleet.cache import FabricCache
-from webhook.groups.gang.podgroups import Book as PodGroups
-from webhook.groups.imex.domains import Book
-from webhook.groups.imex.inject import ImexState
-from webhook.groups.imex.nodes import DomainSizes
-from webhook.groups.spines import SpineSizes, most_gpus_in
+from webhook.groups.admission.spines import SpineSizes, most_gpus_in
+from webhook.groups.extensions.gang.podgroups import Book as PodGroups
+from webhook.groups.extensions.imex.domains import Book
+from webhook.groups.extensions.imex.inject import ImexState
+from webhook.groups.extensions.imex.nodes import DomainSizes
 from webhook.kube.watch import ListWatch
 from webhook.server import tlsfiles
 from webhook.server.app import (

@@ -17,10 +17,10 @@ from typing import Any
 
 from common import api
 from webhook.fleet.cache import FabricCache
-from webhook.groups.gang.podgroups import Book as PodGroups
-from webhook.groups.imex.inject import ImexState
-from webhook.groups.imex.nodes import DomainSizes
-from webhook.groups.spines import FABRIC_PLURAL, SpineSizes
+from webhook.groups.admission.spines import FABRIC_PLURAL, SpineSizes
+from webhook.groups.extensions.gang.podgroups import Book as PodGroups
+from webhook.groups.extensions.imex.inject import ImexState
+from webhook.groups.extensions.imex.nodes import DomainSizes
 from webhook.kube.watch import Gathered, ListWatch, Obj, Paged, Sink
 from webhook.leader import LABELER_LEASE, Elector, Work
 from webhook.server.metrics import WebhookMetrics
@@ -159,8 +159,9 @@ def add_spine_watch(s: Serving, spines: SpineSizes) -> None:
 
 
 def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
-    """ComputeDomains and NVLink domain sizes for admission (webhook.groups.imex.inject)."""
-    from webhook.groups.imex.kube import domain_watch
+    """ComputeDomains and NVLink domain sizes for admission
+    (webhook.groups.extensions.imex.inject)."""
+    from webhook.groups.framework.ownedkube import owned_watch
 
     s.nodes.subscribe(
         Paged(
@@ -170,14 +171,15 @@ def add_imex_watch(s: Serving, state: ImexState, sizes: DomainSizes) -> None:
         ),
         lambda kind, obj: sizes.event(name_of(obj), kind != "DELETED", node_labels(obj)),
     )
-    s.watches.append(domain_watch("computedomains", s.api_client, state.book, lambda f: f()))
+    s.watches.append(owned_watch("computedomains", s.api_client, state.book, lambda f: f()))
 
 
 def add_gang_watch(s: Serving, book: PodGroups) -> None:
-    """Whether the cluster serves PodGroups, for admission (webhook.groups.gang.admit)."""
-    from webhook.groups.gang.kube import podgroup_watch
+    """Whether the cluster serves PodGroups, for admission
+    (webhook.groups.extensions.gang.admit)."""
+    from webhook.groups.framework.ownedkube import owned_watch
 
-    s.watches.append(podgroup_watch("podgroups", s.api_client, book, lambda f: f()))
+    s.watches.append(owned_watch("podgroups", s.api_client, book, lambda f: f()))
 
 
 def add_labeler(s: Serving) -> None:
@@ -305,8 +307,8 @@ def add_export(s: Serving, targets: tuple[str, ...]) -> Any:
 
 def add_placer(s: Serving) -> None:
     """The group placer: its own Lease, one copy of the work cluster-wide."""
-    from webhook.groups.kube import run_placer
-    from webhook.groups.names import PLACER_LEASE
+    from webhook.groups.model.names import PLACER_LEASE
+    from webhook.groups.placer.kube import run_placer
     from webhook.server.gauges import gauges_every
 
     def work(stop: threading.Event) -> None:

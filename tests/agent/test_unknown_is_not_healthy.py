@@ -127,7 +127,7 @@ def test_nvml_none_on_purpose_is_not_a_fault(tmp_path: Path) -> None:
 def test_missing_nvml_with_nvlink_from_the_topology_file_is_not_degraded() -> None:
     # OCI BM.GPU4.8 without NVML: its NCCL topology file describes every GPU's NVLinks, so the
     # fabric is known and whole; the node must stay in the group placer's capacity (issue 17).
-    from webhook.groups.objects import node_info
+    from webhook.groups.model.objects import node_info
 
     snap = load(FIXTURES / "oci-bm-gpu4.tar.gz")
     told = probe_node(

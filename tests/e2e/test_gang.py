@@ -22,7 +22,7 @@ from tests.e2e.env import Env
 from tests.e2e.fleet import Fleet
 from tests.e2e.pods import PAUSE, create, group_annotations, pod, wait_bound
 from tests.e2e.waits import wait_until
-from webhook.groups.admit import admit_group
+from webhook.groups.admission.admit import admit_group
 
 PODGROUPS = ("scheduling.k8s.io", "v1alpha2", "podgroups")  # what Kubernetes 1.36 serves
 MANAGED = {"app.kubernetes.io/managed-by": "gpufabric-placer"}

@@ -18,8 +18,8 @@ from kubernetes.client.exceptions import ApiException
 from tests.e2e.env import Env
 from tests.e2e.install import NAMESPACE, WEBHOOK_ACCOUNT
 from tests.webhook.groups.test_placer_policy import DENIED, placed_member, sent
-from webhook.groups.kube import KubePlacerApi
-from webhook.groups.names import GATE, KUEUE_QUEUE_LABEL
+from webhook.groups.model.names import GATE, KUEUE_QUEUE_LABEL
+from webhook.groups.placer.kube import KubePlacerApi
 
 POLICY = "ValidatingAdmissionPolicy 'gpufabric-placer-pods'"
 

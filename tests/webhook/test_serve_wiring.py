@@ -78,7 +78,7 @@ def _args(**kw: Any) -> argparse.Namespace:
 
 
 def test_serve_gates_groups_only_when_it_runs_the_placer() -> None:
-    from webhook.groups.spines import SpineSizes
+    from webhook.groups.admission.spines import SpineSizes
     from webhook.serve import admission_settings
 
     cache, spines = FabricCache(), SpineSizes()

@@ -10,10 +10,10 @@ from webhook.admission.placement import Settings, mutate
 from webhook.admission.requirements import Invalid, requirements
 from webhook.admission.review import annotations_of, asks_fabric
 from webhook.fleet.cache import FabricCache
-from webhook.groups.admit import admit_group
-from webhook.groups.capacity import pod_gpus
-from webhook.groups.imex.inject import admit_imex
-from webhook.groups.names import ANN_GROUP
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.decision.capacity import pod_gpus
+from webhook.groups.extensions.imex.inject import admit_imex
+from webhook.groups.model.names import ANN_GROUP
 
 Outcome = Literal["mutated", "untouched", "denied", "warned", "error"]
 

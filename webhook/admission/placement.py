@@ -21,7 +21,7 @@ from webhook.fleet.selection import Own, as_cond, own_conds
 from webhook.kube.nodeselector import required_terms
 
 if TYPE_CHECKING:
-    from webhook.groups.imex.inject import ImexState
+    from webhook.groups.extensions.imex.inject import ImexState
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +29,14 @@ class Settings:
     cufile_policy: str | None = None  # cufile.json text, checked (webhook.admission.cufile)
     inject_nccl_tuning: bool = False
     inject_nccl_ib_hca: bool = True
-    # GPUs of the largest spine domain (webhook.groups.spines), for the too-big-group warning
+    # GPUs of the largest spine domain (webhook.groups.admission.spines), for the too-big-group
+    # warning
     largest_spine_gpus: Callable[[], int | None] | None = None
     # Whether a group placer runs (serve --placer): without one, a gated group would wait forever
     placer: bool = True
     # Whether the cluster serves PodGroups (scheduling.k8s.io, the version found), as last found
-    # (a cached answer, webhook.groups.gang.podgroups.Book): group members then name their
-    # group's PodGroup; None: not known yet (members are asked to retry)
+    # (a cached answer, webhook.groups.extensions.gang.podgroups.Book): group members then name
+    # their group's PodGroup; None: not known yet (members are asked to retry)
     native_gang: Callable[[], bool | None] | None = None
     # ComputeDomains and NVLink domain sizes (serve); None: offline, IMEX claims added unchecked
     imex: ImexState | None = None
@@ -276,8 +277,9 @@ def mutate(
 ) -> Decision:
     """`in_place` edits `pod` itself (see PodEdit): for a caller that owns it and needs only the
     ops; the decision's pod is then that same object. `group_env`: what every container of a
-    group member gets (webhook.groups.ranks.member_env), unless it sets the name itself. `own`:
-    the Own of the pod's constraints when the caller has it (FabricCache.scope_for), else read."""
+    group member gets (webhook.groups.decision.ranks.member_env), unless it sets the name itself.
+    `own`: the Own of the pod's constraints when the caller has it (FabricCache.scope_for), else
+    read."""
     fleet = _fleet(groups)
     p = plan(req)
     query = _query_for(pod, p, own)  # the pod as it came (before the edits, in place or not)

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from common import api
 from webhook.admission.review import MAPPING, annotations_of, pod_problems
-from webhook.groups.imex.names import ANN_COMPUTE_DOMAIN
-from webhook.groups.names import GROUP_ANNOTATIONS, choice
+from webhook.groups.extensions.imex.names import ANN_COMPUTE_DOMAIN
+from webhook.groups.model.names import GROUP_ANNOTATIONS, choice
 from webhook.kube.nodeselector import INT64_MAX, parse_int64
 
 Level = Literal["required", "preferred"]

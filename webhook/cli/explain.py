@@ -18,7 +18,7 @@ from common import api, nvlink
 from webhook.admission.placement import Settings, mutate, plan
 from webhook.admission.requirements import Requirements
 from webhook.fleet.cache import FabricCache
-from webhook.groups.explain import group_section
+from webhook.groups.placer.explain import group_section
 from webhook.kube import nodeselector as ns
 
 Mark = Literal["ok", "FAIL", "?"]

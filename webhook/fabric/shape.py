@@ -1,8 +1,9 @@
 """The GpuFabric `status`: one definition that its writer (render.status) and every reader
-(groups/spines.py, tests, the e2e tier) use, so the two cannot drift apart again (issue 36: the
-object shrank to per-spine counts and its reader went on iterating `spines[].leaves` as a list,
-failing on every event). Field names and types are those of daemonset/base/crds/gpufabrics.yaml;
-`conditions` are the controller's (standard Condition objects) and are not read here.
+(groups/admission/spines.py, tests, the e2e tier) use, so the two cannot drift apart again (issue
+36: the object shrank to per-spine counts and its reader went on iterating `spines[].leaves` as a
+list, failing on every event). Field names and types are those of
+daemonset/base/crds/gpufabrics.yaml; `conditions` are the controller's (standard Condition objects)
+and are not read here.
 
 from_json reads what the API server returns and raises ShapeError naming the field that has
 another shape (an object written by another version), never a TypeError deep in a reader.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from webhook.groups.placer import Placer
+from webhook.groups.placer.placer import Placer
 from webhook.server.metrics import WebhookMetrics
 
 

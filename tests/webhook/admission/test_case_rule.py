@@ -9,7 +9,7 @@ from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
 from webhook.admission.requirements import requirements
-from webhook.groups.admit import admit_group
+from webhook.groups.admission.admit import admit_group
 from webhook.groups.model.pods import parse_group
 
 GROUP = {"gpufabric.io/group": "g", "gpufabric.io/group-size": "2"}

@@ -13,7 +13,7 @@ import jsonpatch
 from tests.webhook.helpers import POLICY, golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
-from webhook.groups.indexes import COMPLETION_INDEX
+from webhook.groups.model.indexes import COMPLETION_INDEX
 
 CACHE = golden_cache()
 GROUP = {"gpufabric.io/group": "llama", "gpufabric.io/group-size": "4"}

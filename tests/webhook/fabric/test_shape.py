@@ -1,5 +1,5 @@
 """One definition of the GpuFabric status (webhook/fabric/shape.py): what render writes reads back
-the same, and the webhook's reader (groups/spines.py) reads what the controller publishes
+the same, and the webhook's reader (groups/admission/spines.py) reads what the controller publishes
 (issue 36: it iterated spines[].leaves, a count since the object shrank, and failed on every
 event). Another shape is refused naming the field, never a TypeError in a watch."""
 
@@ -16,7 +16,7 @@ from webhook.fabric import render
 from webhook.fabric.controller import FabricController
 from webhook.fabric.levels import Positions
 from webhook.fabric.shape import FabricStatus, ShapeError
-from webhook.groups.spines import SpineSizes
+from webhook.groups.admission.spines import SpineSizes
 
 CONF = (
     "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-2]\nSwitchName=s2 Nodes=c[1-3]\n"
@@ -77,7 +77,7 @@ def test_another_shape_is_refused_naming_the_field(caplog: pytest.LogCaptureFixt
         FabricStatus.from_json(listing["status"])
     spines = SpineSizes()
     spines.listed([body])
-    with caplog.at_level(logging.WARNING, logger="webhook.groups.spines"):
+    with caplog.at_level(logging.WARNING, logger="webhook.groups.admission.spines"):
         spines.event("MODIFIED", listing)
         spines.event("MODIFIED", listing)
     assert spines.largest(lambda: 8) is None  # no warning from a fabric it cannot read

@@ -21,13 +21,13 @@ import jsonpatch
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.admit import admit_group
-from webhook.groups.enabled import Extensions
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.extensions.gang.place import NativeGang
 from webhook.groups.extensions.partly.bound import PartlyBound
-from webhook.groups.gang.place import NativeGang
+from webhook.groups.framework.evictions import Outcome
 from webhook.groups.model.pods import named_group
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.budgets import Outcome
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 from webhook.kube.nodeselector import pod_admits
 
 Pod = dict[str, Any]
@@ -49,8 +49,8 @@ class GangApi(FakeApi):
         self.log.append(("patch", name))
         self.changed.append((namespace, name))
 
-    def create_podgroup(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """As KubeGangApi: one of the name there already (409) is read back."""
+    def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeOwnedApi: one of the name there already (409) is read back."""
         obj = copy.deepcopy(dict(body))
         name = obj["metadata"]["name"]
         if (namespace, name) in self.podgroups:
@@ -60,7 +60,7 @@ class GangApi(FakeApi):
         self.log.append(("podgroup", name))
         return copy.deepcopy(obj)
 
-    def patch_podgroup(
+    def patch_owned(
         self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         """A merge patch (None deletes a key), refused (409) when metadata.uid differs."""
@@ -71,7 +71,7 @@ class GangApi(FakeApi):
         self.log.append(("podgroup-patched", name))
         return copy.deepcopy(self.podgroups[(namespace, name)])
 
-    def delete_podgroup(self, namespace: str, name: str, uid: str, version: str) -> None:
+    def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
         have = self.podgroups.get((namespace, name))
         if have is not None and have["metadata"]["uid"] == uid:
             del self.podgroups[(namespace, name)]

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.groups.names import ANN_GROUP, ANN_LEVEL, ANN_LOCALITY, ANN_SIZE, GATE, LABEL_GROUP
+from webhook.groups.model.names import (
+    ANN_GROUP,
+    ANN_LEVEL,
+    ANN_LOCALITY,
+    ANN_SIZE,
+    GATE,
+    LABEL_GROUP,
+)
 
 
 def node(

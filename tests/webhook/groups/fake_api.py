@@ -19,12 +19,12 @@ from typing import Any
 import jsonpatch
 
 from tests.webhook.groups.fabric import gpu_pod
-from webhook.groups.enabled import Extensions
-from webhook.groups.kube import eviction_outcome
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.budgets import Outcome
-from webhook.groups.preempt.extension import Preemption
-from webhook.groups.refusals import Rejected
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.framework.evictions import Outcome
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.kube import eviction_outcome
+from webhook.groups.placer.placer import Placer
 from webhook.kube.nodeselector import required_terms
 
 

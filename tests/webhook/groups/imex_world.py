@@ -15,9 +15,8 @@ import jsonschema
 from tests.webhook.export.fabrics import cel_failures, crd_schema
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.enabled import Extensions
-from webhook.groups.imex.extension import ImexChannels
-from webhook.groups.imex.names import (
+from webhook.groups.extensions.imex.extension import ImexChannels
+from webhook.groups.extensions.imex.names import (
     ANN_COMPUTE_DOMAIN,
     CLAIM,
     FINALIZER,
@@ -25,10 +24,11 @@ from webhook.groups.imex.names import (
     TEMPLATE_TARGET,
     template_name,
 )
-from webhook.groups.imex.templates import Templates
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.extension import Preemption
-from webhook.groups.refusals import Rejected
+from webhook.groups.extensions.imex.templates import Templates
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 CRD = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains.yaml"  # v0.4.0 onwards
 CRD_V25 = "dra-driver-nvidia-gpu/resource.nvidia.com_computedomains-v25.8.1.yaml"  # numNodes
@@ -77,18 +77,19 @@ class FakeDomains:
         self.templates: Templates | None = None
         self.lag = False
 
-    def create_domain(
-        self, namespace: str, body: Mapping[str, Any], nodes: int
-    ) -> Mapping[str, Any]:
+    def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """As KubeOwnedApi on the driver from v0.4.0: numNodes left out (the CRD does not
+        require it), refused (422) where the CRD would refuse it; one of the name there already
+        (409) read back."""
+        nodes = body["spec"]["numNodes"]
+        body = {**body, "spec": {k: v for k, v in body["spec"].items() if k != "numNodes"}}
         wrong = problems(body)
         if wrong:
             what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
             raise Rejected("computedomains/create", what, 422, "; ".join(wrong))
         name = body["metadata"]["name"]
         if (namespace, name) in self.objects:
-            what = f"create of ComputeDomain {namespace}/{name}"
-            message = f'computedomains.resource.nvidia.com "{name}" already exists'
-            raise Rejected("computedomains/create", what, 409, message)
+            return copy.deepcopy(self.objects[(namespace, name)])
         self.serial += 1
         obj = copy.deepcopy(dict(body))
         obj["metadata"] |= {"uid": f"cd-uid-{self.serial}", "resourceVersion": str(self.serial)}
@@ -114,7 +115,7 @@ class FakeDomains:
             made.append(rct)
         return made
 
-    def delete_domain(self, namespace: str, name: str, uid: str) -> None:
+    def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
         if self.refuse_delete:
             raise RuntimeError("HTTP 500")
         have = self.objects.get((namespace, name))
@@ -125,8 +126,8 @@ class FakeDomains:
                 del self.objects[(namespace, name)]
             self.log.append(("delete", name, len(self.pods.patches)))
 
-    def patch_domain(
-        self, namespace: str, name: str, patch: Mapping[str, Any]
+    def patch_owned(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         """A merge patch of metadata (owned.adoption): metadata.uid a precondition (409)."""
         have = self.objects.get((namespace, name))
@@ -144,7 +145,7 @@ class FakeDomains:
         self.log.append(("patch", name, len(self.pods.patches)))
         return copy.deepcopy(have)
 
-    def release_domain(self, namespace: str, name: str, uid: str, index: int) -> None:
+    def release_owned(self, namespace: str, name: str, uid: str, version: str, index: int) -> None:
         have = self.objects.get((namespace, name))
         if have is None or have["metadata"]["uid"] != uid:
             return

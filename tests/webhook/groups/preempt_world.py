@@ -7,9 +7,9 @@ from typing import Any
 
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.enabled import Extensions
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.extension import Preemption
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 LOW, HIGH = 100, 1_000_000
 

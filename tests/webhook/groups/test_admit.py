@@ -11,8 +11,8 @@ import pytest
 from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
-from webhook.groups.admit import admit_group
-from webhook.groups.names import GATE
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.model.names import GATE
 
 GROUP = {
     "gpufabric.io/group": "llama-70b",
@@ -156,7 +156,7 @@ def test_update_adds_no_gate() -> None:
 
 def test_admission_warns_when_the_group_exceeds_the_largest_spine_of_the_gpufabric() -> None:
     from webhook.fabric.controller import FabricController
-    from webhook.groups.spines import SpineSizes, most_gpus_in
+    from webhook.groups.admission.spines import SpineSizes, most_gpus_in
 
     cache = golden_cache()
     most = most_gpus_in(cache)()

@@ -1,4 +1,4 @@
-"""PodDisruptionBudgets as a plan counts them (webhook/groups/preempt/budgets.py): the policy/v1
+"""PodDisruptionBudgets as a plan counts them (webhook/groups/framework/evictions.py): the policy/v1
 selector rules, disruptedPods, a pod two budgets select, and the ledger a plan spends."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from webhook.groups.framework.evictions import Budgets, Ledger, Use, budget_of
 from webhook.groups.model.pods import labels_of
-from webhook.groups.preempt.budgets import Budgets, Ledger, Use, budget_of
 
 
 def pdb(

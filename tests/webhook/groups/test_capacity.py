@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.webhook.groups.fabric import gpu_pod, node
-from webhook.groups.capacity import CapacityView
-from webhook.groups.names import LEVELS, level_key
-from webhook.groups.placer import Placer
-from webhook.groups.selector import Selector, selector_of
-from webhook.groups.tally import Tally
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.decision.tally import Tally
+from webhook.groups.model.names import LEVELS, level_key
+from webhook.groups.model.selector import Selector, selector_of
+from webhook.groups.placer.placer import Placer
 
 NODES = 12
 SELECTORS = (

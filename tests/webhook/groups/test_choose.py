@@ -6,11 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.webhook.groups.fabric import fabric, node
-from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import candidates, decide
-from webhook.groups.decision import Member, Placed, Request, Waiting
-from webhook.groups.names import LEVELS, level_key
-from webhook.groups.selector import selector_of
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.decision.choose import candidates, decide
+from webhook.groups.decision.decision import Member, Placed, Request, Waiting
+from webhook.groups.model.names import LEVELS, level_key
+from webhook.groups.model.selector import selector_of
 
 ANY = selector_of({})
 

@@ -13,7 +13,7 @@ import pytest
 from tests.fakes.http import api_client, reply
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi, status
-from webhook.groups.kube import KubePlacerApi
+from webhook.groups.placer.kube import KubePlacerApi
 
 
 @pytest.fixture

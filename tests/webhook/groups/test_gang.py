@@ -13,16 +13,16 @@ import yaml
 from tests import openapi
 from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
-from webhook.groups.admit import admit_group
-from webhook.groups.capacity import CapacityView
-from webhook.groups.enabled import Extensions
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.extensions.gang.admit import gang_ops
+from webhook.groups.extensions.gang.names import podgroup_name
+from webhook.groups.extensions.gang.place import NativeGang
+from webhook.groups.extensions.gang.podgroups import pod_group
 from webhook.groups.extensions.partly.bound import PartlyBound
-from webhook.groups.gang.admit import gang_ops
-from webhook.groups.gang.names import podgroup_name
-from webhook.groups.gang.place import NativeGang
-from webhook.groups.gang.podgroups import pod_group
-from webhook.groups.placer import Placer
-from webhook.groups.slim import slim_pod
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
+from webhook.groups.placer.slim import slim_pod
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "schedulers"
 

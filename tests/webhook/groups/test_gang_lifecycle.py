@@ -23,9 +23,9 @@ from tests.webhook.groups.test_gang import (
 from tests.webhook.helpers import golden_cache, pod, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
-from webhook.groups.gang.podgroups import pod_group
-from webhook.groups.owned import Found, verdict
-from webhook.groups.placer import Placer
+from webhook.groups.extensions.gang.podgroups import pod_group
+from webhook.groups.framework.owned import Found, verdict
+from webhook.groups.placer.placer import Placer
 
 GROUP = {"gpufabric.io/group": "g", "gpufabric.io/group-size": "2"}
 KEY = ("burst", "g")
@@ -80,7 +80,7 @@ def test_a_gang_larger_than_its_naming_members_shrinks_where_it_may(version: str
     api, placer = native_placer()
     placer.ext.gang.book.set_served(version)
     old = pod_group("burst", "gpufabric-g", "g", 4, ("batch/v1", "Job", "g", "job-g"), version)
-    placer.ext.gang.book.event("ADDED", api.create_podgroup("burst", old))
+    placer.ext.gang.book.event("ADDED", api.create_owned("burst", old))
     for i in range(4):
         arrive(api, placer, admitted(member("g", i, 4), native=i >= 1))
     pg = api.podgroups[("burst", "gpufabric-g")]
@@ -126,7 +126,7 @@ def test_a_podgroup_of_an_earlier_owner_is_adopted_by_this_one(
     the ownerReference): it is made to name the members' Job, on the condition of its UID."""
     api, placer = native_placer()
     old = pod_group("burst", "gpufabric-g", "g", 2, earlier, "v1alpha2")
-    made = api.create_podgroup("burst", old)
+    made = api.create_owned("burst", old)
     placer.ext.gang.book.event("ADDED", made)
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
@@ -144,7 +144,7 @@ def test_a_podgroup_being_deleted_serves_until_no_pod_names_it() -> None:
     while the new members name it, and kube-scheduler uses it: no wait for it to go."""
     api, placer = native_placer()
     old = pod_group("burst", "gpufabric-g", "g", 2, ("batch/v1", "Job", "g", "job-old"), "v1alpha2")
-    made = api.create_podgroup("burst", old)
+    made = api.create_owned("burst", old)
     made["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
     placer.ext.gang.book.event("MODIFIED", made)
     for i in range(2):

@@ -15,10 +15,12 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.webhook.groups.burst_world import member
 from webhook.fleet.cache import FabricCache
-from webhook.groups.admit import admit_group
-from webhook.groups.gang import kube
-from webhook.groups.gang.podgroups import Book
-from webhook.groups.spines import SpineSizes
+from webhook.groups.admission.admit import admit_group
+from webhook.groups.admission.spines import SpineSizes
+from webhook.groups.extensions.gang.names import PODGROUPS
+from webhook.groups.extensions.gang.podgroups import Book
+from webhook.groups.framework import ownedkube
+from webhook.groups.framework.ownedkube import KubeOwnedApi
 from webhook.kube.watch import Gone, listed
 from webhook.serve import admission_settings
 from webhook.server.metrics import WebhookMetrics
@@ -65,11 +67,11 @@ class FakeObjects:
 def test_podgroups_unserved_then_served_reach_admission(
     monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
-    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)  # as gang/kube.py calls it
+    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)  # as ownedkube.py calls it
     monkeypatch.setattr(FakeObjects, "served", "")
     monkeypatch.setattr(FakeObjects, "items", [])
     monkeypatch.setattr(FakeObjects, "asked", [])
-    monkeypatch.setattr(kube, "RECHECK", 0.0)
+    monkeypatch.setattr(ownedkube, "RECHECK", 0.0)
     s = Serving(argparse.Namespace(), client.ApiClient(), FabricCache(), WebhookMetrics())
     book = Book()
     add_gang_watch(s, book)
@@ -107,7 +109,7 @@ def test_the_placers_podgroup_writes_as_the_api_server_answers(
     """A create of a name that exists (409) reads that object back for the placer to judge;
     a refusal (4xx) is the placer's Rejected with the API server's words; a patch is a merge
     patch in the version served."""
-    from webhook.groups.refusals import Rejected
+    from webhook.groups.framework.refusals import Rejected
 
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     theirs = {"metadata": {"name": "gpufabric-g", "namespace": "ns", "uid": "users"}}
@@ -134,17 +136,14 @@ def test_the_placers_podgroup_writes_as_the_api_server_answers(
 
     monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)
 
-    class Placer:
-        event = evict_pod = None
-
-    api = kube.KubeGangApi(client.ApiClient(), Placer())
+    api = KubeOwnedApi(client.ApiClient(), PODGROUPS)
     body = {"apiVersion": "scheduling.k8s.io/v1beta1", "metadata": {"name": "gpufabric-g"}}
-    assert api.create_podgroup("taken", body) == theirs
+    assert api.create_owned("taken", body) == theirs
     assert calls[-1][1] == ("scheduling.k8s.io", "v1beta1", "taken", "podgroups", "gpufabric-g")
     with pytest.raises(Rejected) as refused:
-        api.create_podgroup("ns", body)
+        api.create_owned("ns", body)
     assert refused.value.code == 422 and "Required value" in refused.value.message
-    api.patch_podgroup("ns", "gpufabric-g", "v1alpha2", {"metadata": {"uid": "u"}})
+    api.patch_owned("ns", "gpufabric-g", "v1alpha2", {"metadata": {"uid": "u"}})
     _, args, kw = calls[-1]
     assert args[:5] == ("scheduling.k8s.io", "v1alpha2", "ns", "podgroups", "gpufabric-g")
     assert kw["_content_type"] == "application/merge-patch+json"

@@ -17,9 +17,9 @@ from tests.webhook.export.fabrics import SCHEDULERS
 from tests.webhook.helpers import POLICY, golden_cache, pod, review
 from webhook.admission.admit import Answer, admit
 from webhook.admission.placement import Settings
-from webhook.groups.imex.domains import Book
-from webhook.groups.imex.inject import ImexState
-from webhook.groups.imex.names import LABEL_POD_DOMAIN
+from webhook.groups.extensions.imex.domains import Book
+from webhook.groups.extensions.imex.inject import ImexState
+from webhook.groups.extensions.imex.names import LABEL_POD_DOMAIN
 
 CACHE = golden_cache()
 GROUP = {"gpufabric.io/group": "moe", "gpufabric.io/group-size": "8"}

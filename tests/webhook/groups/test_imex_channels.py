@@ -11,11 +11,11 @@ from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import imex_setup, member
-from webhook.groups.capacity import CapacityView
-from webhook.groups.imex.channels import Channels
-from webhook.groups.imex.names import CLAIM, FINALIZER, NODE_LABEL
-from webhook.groups.placer import Placer
-from webhook.groups.selector import selector_of
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.extensions.imex.channels import Channels
+from webhook.groups.extensions.imex.names import CLAIM, FINALIZER, NODE_LABEL
+from webhook.groups.model.selector import selector_of
+from webhook.groups.placer.placer import Placer
 
 
 def members(group: str, size: int, gpus: int = 1, **kw: Any) -> list[dict[str, Any]]:
@@ -197,11 +197,11 @@ def test_only_a_change_of_declared_templates_makes_pods_be_resolved_again() -> N
     book = placer.ext.imex.book
     cd = domains.user_made("team-a", "mine", "my-channel")
     book.event("ADDED", cd)
-    version = book.version
+    version = book.changes
     book.event("MODIFIED", {**cd, "status": {"status": "Ready"}})  # the controller's status
-    assert book.version == version
+    assert book.changes == version
     book.event("DELETED", cd)
-    assert book.version > version
+    assert book.changes > version
 
 
 def test_a_finished_or_deleted_member_frees_its_trays_channel() -> None:

@@ -21,8 +21,8 @@ from tests.webhook.groups.imex_world import arrive, imex_setup, problems
 from tests.webhook.helpers import POLICY, golden_cache, review
 from webhook.admission.admit import admit
 from webhook.admission.placement import Settings
-from webhook.groups.imex.domains import Book
-from webhook.groups.imex.inject import ImexState
+from webhook.groups.extensions.imex.domains import Book
+from webhook.groups.extensions.imex.inject import ImexState
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "usage.md"
 CACHE = golden_cache()

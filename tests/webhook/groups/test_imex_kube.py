@@ -1,4 +1,4 @@
-"""KubeDomainApi against both ComputeDomain CRDs in use: the driver from v0.4.0 (numNodes optional,
+"""KubeOwnedApi (the ComputeDomain kind) against both ComputeDomain CRDs in use: the driver from v0.4.0 (numNodes optional,
 default 0) takes the object without numNodes; v25.3-v25.12 require numNodes, refuse it with 422
 as kube-apiserver does, and get numNodes = the group's node count on a second try (and on every
 later create)."""
@@ -13,12 +13,17 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.webhook.groups.imex_world import CRD, CRD_V25, problems
-from webhook.groups.imex.domains import compute_domain
-from webhook.groups.imex.kube import KubeDomainApi
-from webhook.groups.imex.names import FINALIZER, NODE_LABEL, TEMPLATE_TARGET
-from webhook.groups.imex.templates import Templates
-from webhook.groups.owned import adoption
-from webhook.groups.refusals import Rejected
+from webhook.groups.extensions.imex.domains import compute_domain
+from webhook.groups.extensions.imex.names import (
+    COMPUTE_DOMAINS,
+    FINALIZER,
+    NODE_LABEL,
+    TEMPLATE_TARGET,
+)
+from webhook.groups.extensions.imex.templates import Templates
+from webhook.groups.framework.owned import adoption
+from webhook.groups.framework.ownedkube import KubeOwnedApi
+from webhook.groups.framework.refusals import Rejected
 
 
 class Server:
@@ -47,8 +52,8 @@ class Server:
         return {**body, "metadata": {**body["metadata"], "uid": f"uid-{len(self.sent)}"}}
 
 
-def api(crd: str) -> tuple[KubeDomainApi, Server]:
-    kube = KubeDomainApi(client.ApiClient())
+def api(crd: str) -> tuple[KubeOwnedApi, Server]:
+    kube = KubeOwnedApi(client.ApiClient(), COMPUTE_DOMAINS)
     server = Server(crd)
     kube.objects = server  # type: ignore[assignment]
     return kube, server
@@ -56,7 +61,7 @@ def api(crd: str) -> tuple[KubeDomainApi, Server]:
 
 def test_a_driver_from_v0_4_takes_the_compute_domain_without_num_nodes() -> None:
     kube, server = api(CRD)
-    made = kube.create_domain("team-a", compute_domain("team-a", "moe", None), 8)
+    made = kube.create_owned("team-a", compute_domain("team-a", "moe", None, 8))
     assert made["metadata"]["uid"] == "uid-1" and len(server.sent) == 1
     assert "numNodes" not in server.sent[0]["spec"]
 
@@ -65,10 +70,10 @@ def test_a_driver_that_requires_num_nodes_gets_the_groups_node_count_from_the_se
     # v25.3 (and v25.8+ with IMEXDaemonsWithDNSNames=false): the IMEX daemons wait for numNodes
     # peers, so 0 would never form the IMEX domain; the group's node count does.
     kube, server = api(CRD_V25)
-    kube.create_domain("team-a", compute_domain("team-a", "moe", None), 8)
+    kube.create_owned("team-a", compute_domain("team-a", "moe", None, 8))
     assert [b["spec"].get("numNodes") for b in server.sent] == [None, 8]
     assert problems(server.sent[1], CRD_V25) == []
-    kube.create_domain("team-a", compute_domain("team-a", "other", None), 3)
+    kube.create_owned("team-a", compute_domain("team-a", "other", None, 3))
     assert len(server.sent) == 3 and server.sent[2]["spec"]["numNodes"] == 3
 
 
@@ -77,7 +82,7 @@ def test_any_other_refusal_is_rejected_for_the_next_reconcile() -> None:
     body = compute_domain("team-a", "moe", None)
     body["spec"] = {"channel": {}}  # no template: 422 without numNodes in it
     with pytest.raises(Rejected) as refused:
-        kube.create_domain("team-a", body, 2)
+        kube.create_owned("team-a", body)
     assert len(server.sent) == 1
     err = refused.value  # what the placer logs and tells: the API server's words
     assert (err.write, err.code) == ("computedomains/create", 422)
@@ -112,18 +117,18 @@ class Patches:
 
 
 def test_the_finalizer_is_removed_only_where_it_still_is_on_that_object() -> None:
-    kube = KubeDomainApi(client.ApiClient())
+    kube = KubeOwnedApi(client.ApiClient(), COMPUTE_DOMAINS)
     server = Patches(["resource.nvidia.com/computeDomain", FINALIZER])
     kube.objects = server  # type: ignore[assignment]
-    kube.release_domain("team-a", "moe", "uid-1", 1)
+    kube.release_owned("team-a", "moe", "uid-1", "v1beta1", 1)
     assert server.obj["metadata"]["finalizers"] == ["resource.nvidia.com/computeDomain"]
     assert server.sent[0][1] == "application/json-patch+json"
     with pytest.raises(Rejected):  # moved (the driver removed its own first): asked again later
-        kube.release_domain("team-a", "moe", "uid-1", 1)
+        kube.release_owned("team-a", "moe", "uid-1", "v1beta1", 1)
     server = Patches([FINALIZER], uid="uid-2")  # another object of the name now
     kube.objects = server  # type: ignore[assignment]
     with pytest.raises(Rejected):
-        kube.release_domain("team-a", "moe", "uid-1", 0)
+        kube.release_owned("team-a", "moe", "uid-1", "v1beta1", 0)
     assert server.obj["metadata"]["finalizers"] == [FINALIZER]
 
 
@@ -164,15 +169,15 @@ class MergePatches:
 
 
 def test_an_adoption_is_a_merge_patch_of_that_object_only() -> None:
-    kube = KubeDomainApi(client.ApiClient())
+    kube = KubeOwnedApi(client.ApiClient(), COMPUTE_DOMAINS)
     server = MergePatches("uid-1")
     kube.objects = server  # type: ignore[assignment]
     job = ("batch/v1", "Job", "train", "uid-job")
-    patched = kube.patch_domain("team-a", "moe", adoption("uid-1", job))
+    patched = kube.patch_owned("team-a", "moe", "v1beta1", adoption("uid-1", job))
     assert patched["metadata"]["ownerReferences"][0]["uid"] == "uid-job"
     assert server.sent[0][1] == "application/merge-patch+json"
     with pytest.raises(Rejected) as refused:  # made again since: asked again later
-        kube.patch_domain("team-a", "moe", adoption("uid-0", job))
+        kube.patch_owned("team-a", "moe", "v1beta1", adoption("uid-0", job))
     err = refused.value
     assert (err.write, err.code) == ("computedomains/patch", 409)
     assert err.what == "adoption of ComputeDomain team-a/moe"

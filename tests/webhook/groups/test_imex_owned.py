@@ -1,4 +1,4 @@
-"""The group's ComputeDomain on the lifecycle of the placer's owned objects (owned.py), as the
+"""The group's ComputeDomain on the lifecycle of the placer's owned objects (framework/lifecycle.py), as the
 PodGroup has it: adopted only by the members' controller's UID, made again when lost while its
 placed members live, let go when it is being deleted and none of the group holds its channel."""
 
@@ -9,9 +9,9 @@ from typing import Any
 from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import JOB, FakeDomains, arrive, imex_setup, member
-from webhook.groups.imex.domains import compute_domain
-from webhook.groups.imex.names import FINALIZER
-from webhook.groups.placer import Placer
+from webhook.groups.extensions.imex.domains import compute_domain
+from webhook.groups.extensions.imex.names import FINALIZER
+from webhook.groups.placer.placer import Placer
 
 EARLIER = ("batch/v1", "Job", "train", "uid-job-train-before")  # the Job of that name before
 AGAIN = ("batch/v1", "Job", "train", "uid-job-train-again")  # the Job made again
@@ -27,7 +27,7 @@ def verbs(domains: FakeDomains) -> list[str]:
 
 
 def earlier_domain(domains: FakeDomains, placer: Placer) -> dict[str, Any]:
-    made = dict(domains.create_domain("team-a", compute_domain("team-a", "moe", EARLIER), 2))
+    made = dict(domains.create_owned("team-a", compute_domain("team-a", "moe", EARLIER, 2)))
     placer.ext.imex.book.event("ADDED", made)
     domains.log.clear()
     return made
@@ -93,7 +93,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
         pod["status"]["phase"] = "Running"
         placer.pod_event("MODIFIED", pod)
     # the Job deleted: the garbage collector deletes its ComputeDomain; the finalizer holds it
-    domains.delete_domain("team-a", "moe", first["metadata"]["uid"])
+    domains.delete_owned("team-a", "moe", first["metadata"]["uid"], "v1beta1")
     placer.ext.imex.book.event("MODIFIED", domains.objects[KEY])
     for name in ("w-00", "w-01"):
         terminating(api, placer, name)
@@ -119,7 +119,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
 
 
 def test_explain_counts_the_channels_bound_members_hold_before_the_driver_labels_them() -> None:
-    from webhook.groups.explain import group_section
+    from webhook.groups.placer.explain import group_section
 
     nodes = racks_under_leaves(1)  # one NVLink domain of 18 trays
     bound = []

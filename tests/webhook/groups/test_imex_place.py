@@ -18,11 +18,11 @@ from tests.webhook.groups.imex_world import (
     problems,
     update_problems,
 )
-from webhook.groups.enabled import Extensions
-from webhook.groups.imex.extension import ImexChannels
-from webhook.groups.imex.names import NODE_LABEL
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.extension import Preemption
+from webhook.groups.extensions.imex.extension import ImexChannels
+from webhook.groups.extensions.imex.names import NODE_LABEL
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 PLACEMENT = "gpufabric.io/placement"
 
@@ -218,7 +218,7 @@ def test_members_of_one_group_without_a_shared_controller_give_no_owner() -> Non
 
 def test_explain_shows_the_compute_domain_and_the_racks_that_hold_it_one_a_node() -> None:
     from tests.webhook.groups.fabric import gpu_pod
-    from webhook.groups.explain import group_section
+    from webhook.groups.placer.explain import group_section
 
     nodes = other_domain_trays(1, 10) + racks_under_leaves(3)[2 * 18 :]  # rack 1: 8 trays left
     full = [tray_name(2, t) for t in range(5)]  # rack 2: 13 trays free

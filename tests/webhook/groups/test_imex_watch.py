@@ -14,10 +14,11 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.nvl72 import domain, racks_under_leaves
 from webhook.fleet.cache import FabricCache
-from webhook.groups.imex import kube
-from webhook.groups.imex.domains import Book
-from webhook.groups.imex.inject import ImexState
-from webhook.groups.imex.nodes import DomainSizes
+from webhook.groups.extensions.imex.domains import Book
+from webhook.groups.extensions.imex.inject import ImexState
+from webhook.groups.extensions.imex.names import COMPUTE_DOMAINS
+from webhook.groups.extensions.imex.nodes import DomainSizes
+from webhook.groups.framework import ownedkube
 from webhook.kube.watch import Gone, Obj, one_page
 from webhook.server.metrics import WebhookMetrics
 from webhook.wiring import Serving, add_cache_watches, add_imex_watch
@@ -54,18 +55,20 @@ class FakeObjects:
 def test_a_cluster_without_the_driver_is_unserved_then_served_once_it_answers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)  # as imex/kube.py calls it
+    monkeypatch.setattr(client, "CustomObjectsApi", FakeObjects)  # as ownedkube.py calls it
     monkeypatch.setattr(FakeObjects, "served", False)
     monkeypatch.setattr(FakeObjects, "items", [])
-    said: list[bool] = []
-    lister, watcher = kube.domain_list_watch(client.ApiClient(), said.append, recheck=0)
+    said: list[str] = []
+    lister, watcher = ownedkube.owned_list_watch(
+        client.ApiClient(), COMPUTE_DOMAINS, said.append, recheck=0
+    )
     pages = list(lister())
-    assert [p.items for p in pages] == [[]] and said == [False]
+    assert [p.items for p in pages] == [[]] and said == [""]
     with pytest.raises(Gone):  # asked again after `recheck`, as a relist: no failing watch
         list(watcher(""))
     FakeObjects.served, FakeObjects.items = True, [CD]
     pages = list(lister())
-    assert [p.items for p in pages] == [[CD]] and said == [False, True]
+    assert [p.items for p in pages] == [[CD]] and said == ["", "v1beta1"]
 
 
 def test_serve_feeds_admission_the_domains_and_the_nvlink_domain_sizes() -> None:

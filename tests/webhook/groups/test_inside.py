@@ -11,12 +11,12 @@ from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fabric import gpu_pod, node
 from tests.webhook.groups.fake_api import FakeApi, setup
 from tests.webhook.groups.test_placer import arrive, feed_back
-from webhook.groups.indexes import (
+from webhook.groups.decision.inside import Low, choose_lows
+from webhook.groups.model.indexes import (
     KUBEFLOW_JOB_ROLE,
     KUBEFLOW_REPLICA_INDEX,
     KUBEFLOW_REPLICA_TYPE,
 )
-from webhook.groups.inside import Low, choose_lows
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 RANK = "gpufabric.io/rank"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from webhook.groups.nodelabels import HOSTNAME, NodeLabels
-from webhook.groups.objects import node_info
-from webhook.groups.selector import selector_of
+from webhook.groups.model.nodelabels import HOSTNAME, NodeLabels
+from webhook.groups.model.objects import node_info
+from webhook.groups.model.selector import selector_of
 
 
 def _node(name: str, **labels: str) -> dict[str, object]:

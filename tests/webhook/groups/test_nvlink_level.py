@@ -8,11 +8,11 @@ from typing import Any
 from tests.nvl72 import TRAYS, domain, racks_under_leaves, tray_name, tray_node
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi, setup
-from webhook.groups.capacity import CapacityView
-from webhook.groups.choose import NO_NVLINK
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.decision.choose import NO_NVLINK
+from webhook.groups.model.names import GATE
 from webhook.groups.model.pods import parse_group
-from webhook.groups.names import GATE
-from webhook.groups.placer import Placer
+from webhook.groups.placer.placer import Placer
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PLACEMENT = "gpufabric.io/placement"

@@ -10,8 +10,8 @@ import pytest
 from tests import reference
 from tests.webhook.groups.fabric import fabric, gpu_pod, node
 from tests.webhook.groups.fake_api import FakeApi, gated_update_problems, setup
-from webhook.groups.names import GATE
-from webhook.groups.placer import Placer
+from webhook.groups.model.names import GATE
+from webhook.groups.placer.placer import Placer
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -247,8 +247,8 @@ def test_slim_copies_decide_like_the_full_objects() -> None:
     # pod-job-generatename.json, kube-controller-manager v1.36.2), named and grouped.
     import json
 
-    from webhook.groups.records import pod_record
-    from webhook.groups.slim import slim_node, slim_pod
+    from webhook.groups.model.records import pod_record
+    from webhook.groups.placer.slim import slim_node, slim_pod
 
     pod = json.loads((reference.WIRE / "admission" / "pod-job-generatename.json").read_text())[
         "received"

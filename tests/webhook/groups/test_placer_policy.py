@@ -20,11 +20,11 @@ from tests.manifests import find, render
 from tests.nvl72 import racks_under_leaves
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.enabled import Extensions
-from webhook.groups.indexes import COMPLETION_INDEX
-from webhook.groups.names import ANN_PLACEMENT, ANN_RANK, LEVELS, level_key
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.extension import Preemption
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.model.indexes import COMPLETION_INDEX
+from webhook.groups.model.names import ANN_PLACEMENT, ANN_RANK, LEVELS, level_key
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 from webhook.kube.nodeselector import REQUIRED
 
 PLACER = "system:serviceaccount:gpufabric-system:gpufabric-webhook"

@@ -11,9 +11,9 @@ import pytest
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi, setup
 from tests.webhook.groups.test_placer import REQ, arrive, feed_back
-from webhook.groups.indexes import COMPLETION_INDEX
-from webhook.groups.names import LEVELS
-from webhook.groups.placer import Placer
+from webhook.groups.model.indexes import COMPLETION_INDEX
+from webhook.groups.model.names import LEVELS
+from webhook.groups.placer.placer import Placer
 
 
 def indexed(i: int, size: int = 8, name: str = "", **kw: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""A reconcile's writes made together (groups/writes.py): one batch per reconcile, decisions
+"""A reconcile's writes made together (groups/framework/writes.py): one batch per reconcile, decisions
 made around the members of earlier groups before their patches are answered, a refused patch
 undone to what was there before, nothing started once the placer is stopping, and a group's
 PodGroup made as its first member arrives."""
@@ -14,13 +14,13 @@ import pytest
 from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from webhook.groups.enabled import Extensions
+from webhook.groups.extensions.gang.place import NativeGang
 from webhook.groups.extensions.partly.bound import PartlyBound
-from webhook.groups.gang.place import NativeGang
-from webhook.groups.names import GATE
-from webhook.groups.placer import Placer
-from webhook.groups.refusals import Rejected
-from webhook.groups.writes import Call, NotWritten, Quiet, one_by_one
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.framework.writes import Call, NotWritten, Quiet, one_by_one
+from webhook.groups.model.names import GATE
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 
 def pod(group: str, i: int, size: int) -> dict[str, Any]:

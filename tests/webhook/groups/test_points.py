@@ -15,14 +15,14 @@ from tests.webhook.groups.burst_world import GangApi
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.imex_world import FakeDomains, arrive, member
-from webhook.groups.decision import Member, Request, Waiting
-from webhook.groups.enabled import Extensions
+from webhook.groups.decision.decision import Member, Request, Waiting
+from webhook.groups.extensions.gang.place import NativeGang
+from webhook.groups.extensions.imex.extension import ImexChannels
 from webhook.groups.framework.points import Cycle, Points, Undo
-from webhook.groups.gang.place import NativeGang
-from webhook.groups.imex.extension import ImexChannels
-from webhook.groups.placer import Placer
-from webhook.groups.records import PodRecord, pod_record
-from webhook.groups.selector import selector_of
+from webhook.groups.model.records import PodRecord, pod_record
+from webhook.groups.model.selector import selector_of
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer
 
 
 class Told:

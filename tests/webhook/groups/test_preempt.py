@@ -18,7 +18,7 @@ from tests.webhook.groups.preempt_world import (
     placement,
     prio,
 )
-from webhook.groups.placer import Placer
+from webhook.groups.placer.placer import Placer
 
 
 def reasons(api: FakeApi, reason: str) -> list[tuple[str, str]]:
@@ -216,8 +216,8 @@ def test_metrics_count_preemptions_and_waiting_groups_by_priority() -> None:
 
 
 def test_slim_copies_keep_what_priority_and_preemption_read() -> None:
-    from webhook.groups.records import pod_record
-    from webhook.groups.slim import slim_pod
+    from webhook.groups.model.records import pod_record
+    from webhook.groups.placer.slim import slim_pod
 
     pod = prio(
         gpu_pod("w-0", 8, group="g", size=2, gated=True),

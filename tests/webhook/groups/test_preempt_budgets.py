@@ -20,8 +20,8 @@ from tests.webhook.groups.preempt_world import (
     placement,
     prio,
 )
-from webhook.groups.placer import Placer
-from webhook.groups.preempt.state import RETRY
+from webhook.groups.extensions.preempt.state import RETRY
+from webhook.groups.placer.placer import Placer
 
 
 def label(api: FakeApi, placer: Placer, name: str, labels: dict[str, str]) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 
 from tests.webhook.groups.fabric import fabric
-from webhook.groups.capacity import CapacityView
-from webhook.groups.decision import Member
-from webhook.groups.preempt.index import Running, RunningIndex
-from webhook.groups.preempt.victims import choose
-from webhook.groups.selector import selector_of
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.decision.decision import Member
+from webhook.groups.extensions.preempt.index import Running, RunningIndex
+from webhook.groups.extensions.preempt.victims import choose
+from webhook.groups.model.selector import selector_of
 
 ANY = selector_of({})
 

@@ -3,7 +3,8 @@ belongs."""
 
 from __future__ import annotations
 
-from webhook.groups.indexes import (
+from webhook.groups.decision.ranks import Slot, homes, lowest, seat
+from webhook.groups.model.indexes import (
     COMPLETION_INDEX,
     JOBSET_JOB_INDEX,
     JOBSET_REPLICAS,
@@ -14,8 +15,7 @@ from webhook.groups.indexes import (
     ident_of,
     resolve,
 )
-from webhook.groups.names import LEVELS
-from webhook.groups.ranks import Slot, homes, lowest, seat
+from webhook.groups.model.names import LEVELS
 
 
 def test_lowest_domain_is_the_first_level_a_node_has() -> None:

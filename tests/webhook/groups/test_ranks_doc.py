@@ -14,7 +14,7 @@ import yaml
 from tests.webhook.groups.fabric import fabric
 from tests.webhook.groups.fake_api import FakeApi, setup
 from tests.webhook.groups.test_placer import arrive
-from webhook.groups.names import GATE, LABEL_GROUP
+from webhook.groups.model.names import GATE, LABEL_GROUP
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "ranks.md"
 

@@ -24,10 +24,10 @@ from tests.reference import FIXTURES
 from tests.webhook.groups.fabric import fabric, gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
 from tests.webhook.groups.preempt_world import HIGH, evicted, full, group, leave
-from webhook.groups.kube import KubePlacerApi
-from webhook.groups.names import ANN_RANK
-from webhook.groups.placer import Placer
-from webhook.groups.refusals import FIRST, LONGEST, Rejected, wait_after
+from webhook.groups.framework.refusals import FIRST, LONGEST, Rejected, wait_after
+from webhook.groups.model.names import ANN_RANK
+from webhook.groups.placer.kube import KubePlacerApi
+from webhook.groups.placer.placer import Placer
 from webhook.kube.status import status_words
 from webhook.server.metrics import WebhookMetrics
 
@@ -193,7 +193,7 @@ def test_a_refused_patch_is_logged_told_counted_and_said_while_the_group_waits(
     metrics = WebhookMetrics(CollectorRegistry())
     placer = Placer(api, clock=lambda: api.now, metrics=metrics)
     placer.nodes_listed(fabric(8))
-    with caplog.at_level(logging.WARNING, logger="webhook.groups.refusals"):
+    with caplog.at_level(logging.WARNING, logger="webhook.groups.framework.refusals"):
         members(api, placer)
     assert api.patches == []  # nothing placed, every member still gated
     words = denied_words()
@@ -250,12 +250,12 @@ def test_a_write_with_no_answer_waits_too(caplog: pytest.LogCaptureFixture) -> N
         raise TimeoutError("read timed out")
 
     api.patch_pod = no_answer  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR, logger="webhook.groups.placer"):
+    with caplog.at_level(logging.ERROR, logger="webhook.groups.placer.placer"):
         members(api, placer)
         for _ in range(8):  # 4 s of the loop's turns: not tried again yet
             api.now += 0.5
             placer.reconcile()
-    group = [f"w-{i}" for i in range(4)]  # its patches go out together (groups/writes.py)
+    group = [f"w-{i}" for i in range(4)]  # its patches go out together (groups/framework/writes.py)
     assert sorted(calls) == group
     assert [r.getMessage() for r in caplog.records] == ["group placement failed"]
     api.now += 1.0

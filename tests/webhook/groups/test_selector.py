@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from webhook.groups.selector import selector_of
+from webhook.groups.model.selector import selector_of
 
 
 def _aff(*terms: list[dict[str, Any]]) -> dict[str, Any]:

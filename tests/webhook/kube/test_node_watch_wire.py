@@ -18,8 +18,8 @@ from kubernetes import client
 from agent.kube import watch_node
 from tests import reference
 from tests.fakes.http import api_client, reply
-from webhook.groups.kube import _LIVE, core_list_watch
-from webhook.groups.slim import slim_pod
+from webhook.groups.placer.kube import _LIVE, core_list_watch
+from webhook.groups.placer.slim import slim_pod
 from webhook.kube.client import node_list_watch
 from webhook.kube.watch import Gone
 
@@ -166,8 +166,8 @@ def test_the_placer_lists_and_watches_disruption_budgets_of_every_namespace(
     stub: tuple[Stub, client.ApiClient],
 ) -> None:
     from tests.webhook.groups.fake_api import FakeApi
-    from webhook.groups.kube import budget_list_watch
-    from webhook.groups.placer import Placer
+    from webhook.groups.placer.kube import budget_list_watch
+    from webhook.groups.placer.placer import Placer
 
     state, api_client = stub
     pdb = {

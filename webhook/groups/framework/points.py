@@ -27,12 +27,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from webhook.groups.capacity import CapacityView
-from webhook.groups.decision import Request, Waiting
-from webhook.groups.names import GroupKey, Level
-from webhook.groups.preempt.budgets import Budgets
-from webhook.groups.records import PodRecord
-from webhook.groups.seating import Seat
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.decision.decision import Request, Waiting
+from webhook.groups.decision.seating import Seat
+from webhook.groups.framework.evictions import Budgets
+from webhook.groups.model.names import GroupKey, Level
+from webhook.groups.model.records import PodRecord
 
 Undo = Callable[[], None]
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from webhook.groups.indexes import JOBSET_NAME
-from webhook.groups.names import (
+from webhook.groups.model.indexes import JOBSET_NAME
+from webhook.groups.model.names import (
     ANN_GROUP,
     ANN_LEVEL,
     ANN_LOCALITY,
@@ -23,7 +23,7 @@ from webhook.groups.names import (
     Locality,
     choice,
 )
-from webhook.groups.objects import as_map
+from webhook.groups.model.objects import as_map
 
 Owner = tuple[str, str, str, str]  # a controller's apiVersion, kind, name, uid
 JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"

@@ -17,17 +17,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from webhook.groups.framework.points import Cycle, Host
-from webhook.groups.gang.watch import (
+from webhook.groups.framework.binding import (
     PARTLY_BOUND_AFTER,
     Binding,
     binding,
     partly_words,
     released_words,
 )
-from webhook.groups.names import GroupKey
-from webhook.groups.preempt.budgets import Budgets, Ledger, Outcome
-from webhook.groups.records import PodRecord, pod_ref
+from webhook.groups.framework.evictions import Budgets, Ledger, Outcome
+from webhook.groups.framework.points import Cycle, Host
+from webhook.groups.model.names import GroupKey
+from webhook.groups.model.records import PodRecord, pod_ref
 
 log = logging.getLogger(__name__)
 SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
@@ -42,8 +42,8 @@ class BoundApi(Protocol):
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
     ) -> tuple[Outcome, str]:
-        """The placer's Eviction (preempt/budgets.py Evictor): a pod goes through the Eviction API,
-        so its PodDisruptionBudgets hold; `uid`: only that pod."""
+        """The placer's Eviction (framework/evictions.py Evictor): a pod goes through the Eviction
+        API, so its PodDisruptionBudgets hold; `uid`: only that pod."""
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
 

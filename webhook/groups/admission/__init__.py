@@ -1,0 +1,1 @@
+"""A grouped pod at CREATE: its group checked, the pod gated and labelled."""

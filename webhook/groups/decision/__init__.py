@@ -1,0 +1,1 @@
+"""Which domain a group goes to, onto which nodes, in which ranks: pure."""

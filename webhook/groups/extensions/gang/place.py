@@ -1,0 +1,145 @@
+"""The native gang (PodGroup) as an extension of the placer (framework/points.py).
+
+`permit` then `prebind` (before a group's gate is lifted): where its members name PodGroup
+gpufabric-<group> (the webhook set it: the cluster serves PodGroups), that PodGroup exists in the
+version the cluster serves, a gang of the members that name it (all of them, unless some were
+admitted before PodGroups were known served: a pod's spec.schedulingGroup never changes, and
+kube-scheduler counts only the pods that name the group), so kube-scheduler binds them together
+or not at all. Every check that can make the group wait runs at `permit`, before any extension
+makes anything. The PodGroup is the group's only while it is ours and names the members'
+controller by UID (framework/lifecycle.py, as a ComputeDomain): one of an earlier controller is
+adopted (made to name this one), as it can neither be made anew nor waited for while the members
+name it; a lost one is made again.
+`tick` (each reconcile): our PodGroups whose group has no pod left are deleted, and one an
+ungated group's unbound members still name is made again when it is lost. The partly-bound watch,
+for every group native or not, is extensions/partly/bound.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from webhook.groups.extensions.gang.names import MUTABLE_MIN_COUNT, PODGROUPS, podgroup_name
+from webhook.groups.extensions.gang.podgroups import Book, Made, gang_spec, pod_group, too_large
+from webhook.groups.framework.binding import binding
+from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
+from webhook.groups.framework.owned import shared_owner
+from webhook.groups.framework.points import Cycle, Host
+from webhook.groups.model.names import GroupKey
+from webhook.groups.model.records import PodRecord
+
+SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
+
+
+class NativeGang:
+    """Groups whose members name a PodGroup: kube-scheduler's own gang scheduling."""
+
+    def __init__(self, api: OwnedApi | None = None) -> None:
+        """`api`: the PodGroups' writes (none: PodGroups are not served)."""
+        self.book = Book()
+        self.podgroups = Lifecycle(self.book, api)  # made, adopted, made again, deleted
+        self.host: Host | None = None
+        self.pods_listed = False  # a group without pods is truly gone (its PodGroup too)
+        self.ungated: set[GroupKey] = set()  # groups with ungated members not all bound yet
+        self._scan_at = 0.0
+
+    def attach(self, host: Host) -> None:
+        self.host = host
+
+    def synced(self) -> None:
+        self.pods_listed = True
+
+    # -- before ungating ---------------------------------------------------------------------
+    def incomplete(self, cycle: Cycle) -> None:
+        """As a group's first members arrive: its PodGroup asked for with the reconcile's other
+        writes, so `prebind` finds it made once the group is whole (made there, its round trip
+        stood between the last member and the ungating; issue 38). Its owner: the controller the
+        members so far share. A failure is only logged: `prebind` makes it then."""
+        key, recs = cycle.key, cycle.recs
+        name = podgroup_name(key[1])
+        if name is None or not any(r.pod_group == name for r in recs):
+            return
+        want = max(1, cycle.size - sum(1 for r in recs if r.pod_group != name))
+        owner = shared_owner(r.owner for r in recs)
+        body = partial(pod_group, key[0], name, key[1], want, owner, self.book.version)
+        self.podgroups.early(key[0], name, body, cycle.writes.add)
+
+    def permit(self, cycle: Cycle) -> str:
+        """Why the group must wait for its PodGroup, as far as the book tells without a write."""
+        return self._own(cycle.key, cycle.size, cycle.recs, make=False) or ""
+
+    def prebind(self, cycle: Cycle) -> str:
+        """Why the group must wait, or '' once its PodGroup (where it has one) exists."""
+        why = self._own(cycle.key, cycle.size, cycle.recs)
+        name = podgroup_name(cycle.key[1])
+        if why is None and any(r.pod_group == name for r in cycle.recs):
+            self.ungated.add(cycle.key)  # its PodGroup made again if lost, until all bound
+        return why or ""
+
+    def _own(
+        self, key: GroupKey, size: int, recs: Sequence[PodRecord], make: bool = True
+    ) -> str | None:
+        """Make, keep or adopt the PodGroup the members name (a v1beta1 gang larger than they
+        can make shrunk to them); why the group waits, if it does. `recs`: its live members.
+        `make` False: only the checks, no write (a create's own answer is not known then)."""
+        name = podgroup_name(key[1])
+        if name is None or not any(r.pod_group == name for r in recs):
+            return None
+        if self.book.served is None:
+            listed = PODGROUPS.resource
+            return f"its members name PodGroup {name}; waiting for the first list of {listed}"
+        if not self.book.served or self.podgroups.api is None:
+            return None  # none served: kube-scheduler gates on no PodGroup, nothing to wait for
+        owner = shared_owner(r.owner for r in recs)
+        # the members that do not name it never will (spec.schedulingGroup is immutable) and
+        # kube-scheduler's PreEnqueue waits for minCount pods that do: the gang is the others
+        want = max(1, size - sum(1 for r in recs if r.pod_group != name))
+        version = self.book.version
+
+        def fit(have: Made) -> Mapping[str, Any] | str:
+            """A gang larger than the members that can join never binds: shrunk where its
+            minCount may change, else the group waits and says so."""
+            if have.min_count <= want:
+                return {}
+            if version not in MUTABLE_MIN_COUNT:
+                return too_large(name, have.min_count, want)
+            return {"spec": gang_spec(want)}
+
+        if not make:
+            return self.podgroups.blocked(key, name, owner, fit=fit) or None
+        body = partial(pod_group, key[0], name, key[1], want, owner, version)
+        got = self.podgroups.own(key, name, owner, body, fit=fit)
+        return got if isinstance(got, str) else None
+
+    # -- each reconcile ----------------------------------------------------------------------
+    def tick(self) -> None:
+        """Our PodGroups whose group has no pod left deleted, once the pods are listed; a lost
+        one that ungated members still wait for made again (looked at: the groups ungated
+        since, and every group each SCAN_EVERY seconds, for those a previous leader ungated)."""
+        if self.host is None or not self.pods_listed:
+            return
+        groups, pods = self.host.groups, self.host.pods
+        self.podgroups.sweep(groups)  # ours whose group has no pod left: deleted
+        keys = set(self.ungated)
+        if (now := self.host.clock()) >= self._scan_at:
+            keys |= groups.keys()
+            self._scan_at = now + SCAN_EVERY
+        for key in keys:
+            recs = [pods[u] for u in groups.get(key, ()) if u in pods]
+            b = binding(recs)
+            if not b.unbound:
+                self.ungated.discard(key)  # all bound (or gone): kube-scheduler is done with it
+                continue
+            self.ungated.add(key)
+            if not any(r.gated for r in recs):
+                self._lost(key, b.size, recs)
+
+    def _lost(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> None:
+        """Ungated members waiting for a PodGroup that is gone (deleted by hand, or by the
+        garbage collector): it is made again (gated ones get it from `prebind`)."""
+        name = podgroup_name(key[1])
+        if name is not None:
+            live = [r for r in recs if r.member]
+            self.podgroups.again(key, name, lambda: self._own(key, size, live))

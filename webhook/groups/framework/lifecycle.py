@@ -1,0 +1,220 @@
+"""The one lifecycle of the objects a group owns, whatever their kind (a PodGroup, a
+ComputeDomain; DESIGN.md notes C: controller-runtime's owned objects): made before the group's
+gate is lifted; kept while it is ours, for this group, and names the members' controller by UID;
+adopted (made to name that controller) where an earlier controller of the same name made it;
+made again when lost while the group still needs it; deleted, the placer's finalizer off first,
+once the group's last member is gone. What differs is data (owned.OwnedKind) or the extension's
+own: the body, the spec its group needs now, and which groups need one. Every write goes
+through OwnedApi (ownedkube.KubeOwnedApi: one error mapping for every kind)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Container, Mapping
+from dataclasses import replace
+from functools import partial
+from typing import Any, Generic, Protocol
+
+from webhook.groups.framework.owned import Book, R, adoption, verdict, waiting_words
+from webhook.groups.model.names import GroupKey
+from webhook.groups.model.pods import Owner
+
+log = logging.getLogger(__name__)
+Counted = Callable[[int, int], None]  # (made, deleted) as they happen: the kind's metric
+# Writes.add of the reconcile's batch (groups/framework/writes.py): the call, then what hears its
+# result
+AddWrite = Callable[[Callable[[], object], Callable[[object], None]], None]
+
+
+class OwnedApi(Protocol):
+    """The writes of one kind (ownedkube.KubeOwnedApi); each raises refusals.Rejected where the
+    API server refuses it (any 4xx but those named)."""
+
+    def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The created object; where one of its name exists already (409), that one read back,
+        whosever it is: the lifecycle judges."""
+
+    def patch_owned(
+        self, namespace: str, name: str, version: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch (metadata.uid in it: only that object); the object as patched."""
+
+    def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
+        """Delete it if it is still that object (a precondition on the UID); gone is fine."""
+
+    def release_owned(self, namespace: str, name: str, uid: str, version: str, index: int) -> None:
+        """Remove the placer's finalizer, metadata.finalizers[index], if it is still there on
+        that object; gone is fine."""
+
+
+def fits_any(_: object) -> bool:
+    return True
+
+
+def no_change(_: object) -> Mapping[str, Any]:
+    return {}
+
+
+class Lifecycle(Generic[R]):
+    """The objects of one kind that groups own: `book` (kept by its watch) and their writes."""
+
+    def __init__(self, book: Book[R], api: OwnedApi | None, counted: Counted | None = None):
+        self.book, self.api, self.counted, self.kind = book, api, counted, book.kind
+        if api is None:
+            book.unserved()  # no API: nothing is served (tests of plain groups)
+        self._asked: set[tuple[str, str]] = set()  # made early, not answered yet
+        self._word = self.kind.kind.lower()  # in logs: podgroup, computedomain
+
+    def blocked(
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        fits: Callable[[R], bool] = fits_any,
+        fit: Callable[[R], Mapping[str, Any] | str] = no_change,
+    ) -> str:
+        """Why the group cannot have the object of `name`, as far as the book tells without a
+        write ('' where it can: there is none, or it is the group's, or an earlier owner's to
+        adopt): it is not ours, or ours but not what the group needs (`fits` False), or it is
+        being deleted and the kind serves no group then, or `fit` says why the group waits.
+        `owner`: the members' shared controller (owned.verdict)."""
+        have = self.book.by_name.get((key[0], name))
+        v = verdict(None if have is None else have.found, key[1], owner)
+        if have is not None and v != "foreign" and not fits(have):
+            v = "foreign"
+        if v == "foreign" or (v == "deleting" and not self.kind.serves_deleted):
+            return waiting_words(v, self.kind.kind, name, key[0])
+        spec = fit(have) if have is not None else {}
+        return spec if isinstance(spec, str) else ""
+
+    def own(
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        body: Callable[[], Mapping[str, Any]],
+        fits: Callable[[R], bool] = fits_any,
+        fit: Callable[[R], Mapping[str, Any] | str] = no_change,
+    ) -> R | str:
+        """The group's object of `name`: made where there is none (`body()`), adopted where an
+        earlier owner's (its ownerReference set to `owner`, so that the earlier one's deletion
+        cannot take it away), else kept; `fit(it)`: the spec the group needs now (a merge patch,
+        sent with the adoption) or why it waits. A str: why the group waits (`blocked`). Raises
+        refusals.Rejected where the API server refuses a write."""
+        assert self.api is not None  # noqa: S101 - served implies an API
+        why = self.blocked(key, name, owner, fits, fit)
+        if why:
+            return why
+        have = self.book.by_name.get((key[0], name))
+        if have is None:
+            made = self.api.create_owned(key[0], body())
+            self.book.event("ADDED", made)  # (answered 409: the one there, judged as any)
+            have = self.book.read(made)
+            if have is None:  # one the kind's watch does not keep: not ours
+                return waiting_words("foreign", self.kind.kind, name, key[0])
+            why = self.blocked(key, name, owner, fits)
+            if why:
+                return why
+            if self.counted is not None and verdict(have.found, key[1], owner) == "keep":
+                self.counted(1, 0)
+        v = verdict(have.found, key[1], owner)
+        patch = adoption(have.found.uid, owner) if v == "earlier" else {}
+        spec = fit(have)
+        if isinstance(spec, str):
+            return spec
+        if spec:
+            patch = {**(patch or {"metadata": {"uid": have.found.uid}}), **spec}
+        if patch:
+            patched = self.api.patch_owned(key[0], name, self.book.version, patch)
+            self.book.event("MODIFIED", patched)
+            have = self.book.read(patched) or have
+        return have
+
+    def early(
+        self, namespace: str, name: str, body: Callable[[], Mapping[str, Any]], add: AddWrite
+    ) -> None:
+        """Asked for with the reconcile's other writes (`add`: Writes.add) before the group is
+        whole, so that `own` finds it made (made there, its round trip would stand between the
+        last member and the ungating; issue 38). Once until answered; a failure is only logged:
+        `own` makes it then."""
+        where = (namespace, name)
+        if self.api is None or self.book.served is not True:
+            return
+        if where in self._asked or where in self.book.by_name:
+            return
+        self._asked.add(where)
+        add(partial(self.api.create_owned, namespace, body()), partial(self._made, where))
+
+    def _made(self, where: tuple[str, str], result: object) -> None:
+        self._asked.discard(where)
+        if isinstance(result, Mapping):
+            self.book.event("ADDED", result)  # the kind's read keeps it or not
+        elif isinstance(result, Exception):
+            log.warning("%s not made early", self._word, extra={"object": where, "error": result})
+
+    def again(self, key: GroupKey, name: str, own: Callable[[], object]) -> None:
+        """Made again where it is lost (deleted by hand, or by the garbage collector) while the
+        group still needs it: `own` is the group's own path (`own` above, with what the
+        extension asks); a failure is asked again at the next reconcile."""
+        if (key[0], name) in self.book.by_name:
+            return
+        where = f"{key[0]}/{name}"
+        try:
+            why = own()
+        except Exception:  # noqa: BLE001 - asked again at the next reconcile
+            log.warning("%s not made again", self._word, extra={"object": where})
+            return
+        if isinstance(why, str) and why:
+            log.info("%s not made again", self._word, extra={"object": where, "why": why})
+
+    def sweep(self, groups: Container[GroupKey], in_use: Callable[[R], bool] = fits_any) -> list[R]:
+        """Ours whose group has no pod left: the placer's finalizer off, then deleted (the
+        garbage collector may have deleted it with the members' controller already: the
+        finalizer held it until now). One being deleted while its group lives and none of the
+        group uses it (`in_use` False: the members' controller was made again) is let go, and
+        made anew once gone. `groups`: the live groups, from a pod list that answered. Returns
+        those whose group is gone (until the watch says they are)."""
+        if not self.book.served:
+            return []
+        gone, deleted = [], 0
+        for r in self.book.ours():
+            if (r.namespace, str(r.found.group)) in groups:
+                if r.found.deleting and not in_use(r):
+                    self._release(r)
+                continue
+            gone.append(r)
+            if self._release(r) and not r.found.deleting and self._delete(r):
+                deleted += 1
+        if deleted and self.counted is not None:
+            self.counted(0, deleted)
+        return gone
+
+    def _release(self, r: R) -> bool:
+        """The placer's finalizer off (True when it is, or was never there)."""
+        if not self.kind.finalizer or self.kind.finalizer not in r.finalizers:
+            return True
+        assert self.api is not None  # noqa: S101 - served implies an API
+        index = r.finalizers.index(self.kind.finalizer)
+        try:
+            self.api.release_owned(r.namespace, r.name, r.found.uid, self.book.version, index)
+        except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
+            log.warning("%s finalizer not removed", self._word, extra={"object": _name(r)})
+            return False
+        kept = tuple(f for f in r.finalizers if f != self.kind.finalizer)
+        self.book.by_name[(r.namespace, r.name)] = replace(r, finalizers=kept)
+        return True
+
+    def _delete(self, r: R) -> bool:
+        assert self.api is not None  # noqa: S101 - served implies an API
+        try:
+            self.api.delete_owned(r.namespace, r.name, r.found.uid, self.book.version)
+        except Exception:  # noqa: BLE001 - retried on the next reconcile; counted as left over
+            log.warning("%s not deleted", self._word, extra={"object": _name(r)})
+            return False
+        have = self.book.by_name.get((r.namespace, r.name), r)
+        self.book.by_name[(r.namespace, r.name)] = replace(have, deleting=True)
+        return True
+
+
+def _name(r: R) -> str:
+    return f"{r.namespace}/{r.name}"

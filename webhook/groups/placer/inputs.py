@@ -1,0 +1,175 @@
+"""The placer's inputs: Node, PodDisruptionBudget and Pod lists and watch events, kept as the
+capacity view, the pod records and the groups, and the groups they make worth deciding again.
+Transport-free, like placer.py, whose `Placer` is this with the decisions added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from webhook.groups.decision.capacity import CapacityView
+from webhook.groups.framework.evictions import Budget, Budgets, budget_of
+from webhook.groups.framework.points import Points
+from webhook.groups.framework.refusals import Refusals
+from webhook.groups.framework.writes import Writes
+from webhook.groups.model.names import GroupKey
+from webhook.groups.model.records import PodRecord, pod_record
+from webhook.groups.placer.recovery import repromise
+from webhook.groups.placer.said import Said
+
+
+class Inputs:
+    """What the placer keeps of the cluster, and how each list and event changes it. Placer
+    (placer.py) sets every attribute below in its __init__."""
+
+    clock: Callable[[], float]
+    view: CapacityView
+    budgets: Budgets
+    points: Points  # the extensions' (framework/points.py), told of each input
+    writes: Writes
+    refusals: Refusals
+    said: Said
+    pods: dict[str, PodRecord]
+    groups: dict[GroupKey, set[str]]
+    dirty: set[GroupKey]
+    waiting: dict[GroupKey, str]
+    _listing: dict[str, PodRecord]
+    _budgets: list[Budget]
+
+    def nodes_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.nodes_start()
+        self.nodes_page(items)
+        self.nodes_done()
+
+    def nodes_start(self) -> None:
+        """A Node list, page by page (the view changes only at nodes_done)."""
+        self.view.start_nodes()
+
+    def nodes_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.view.page_nodes(items)
+
+    def nodes_done(self) -> None:
+        self.view.end_nodes()
+        self.retry_all()
+
+    def node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        generation = self.view.generation
+        if kind == "DELETED":
+            self.view.delete_node(str((obj.get("metadata") or {}).get("name", "")))
+        else:
+            self.view.put_node(obj)
+        if self.view.generation != generation:
+            self.retry_all()
+
+    def budgets_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.budgets_start()
+        self.budgets_page(items)
+        self.budgets_done()
+
+    def budgets_start(self) -> None:
+        """A PodDisruptionBudget list, page by page (a preemption counts them)."""
+        self._budgets = []
+
+    def budgets_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self._budgets += [b for obj in items if (b := budget_of(obj)) is not None]
+
+    def budgets_done(self) -> None:
+        self.budgets.reset(self._budgets)
+        self._budgets = []
+        self.retry_all()
+
+    def budget_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        b = budget_of(obj)
+        if b is None:
+            return
+        if kind == "DELETED":
+            self.budgets.remove(b.namespace, b.name)
+        else:
+            self.budgets.put(b)
+        self.retry_all()  # a budget that allows more may let a waiting group preempt
+
+    def pods_listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.pods_start()
+        self.pods_page(items)
+        self.pods_done()
+
+    def pods_start(self) -> None:
+        """A Pod list, page by page: only each pod's record is kept until pods_done applies them
+        all at once (as the whole list did)."""
+        self._listing = {}
+
+    def pods_page(self, items: Iterable[Mapping[str, Any]]) -> None:
+        for obj in items:
+            rec = pod_record(obj, 0.0)
+            self._listing[rec.uid] = rec
+
+    def pods_done(self) -> None:
+        old, listed, now = self.pods, self._listing, self.clock()
+        self.pods, self.groups, self._listing = {}, {}, {}
+        self.view.reset_pods()
+        self.points.relisting()  # e.g. the IMEX channels taken: from the listed pods again
+        for rec in listed.values():
+            was = old.get(rec.uid)
+            self._keep(replace(rec, seen=was.seen if was is not None else now))
+        repromise(self.view, self.pods.values(), self.points.fits, self.points.reserve)
+        self.points.synced()  # from now on a group without pods is gone
+        self.retry_all()
+
+    def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            rec = self.pods.pop(uid, None)
+            self.view.delete_pod(uid)
+            self.points.gone(uid)
+            self.writes.forget(uid)
+            if rec is not None and rec.group is not None:
+                key = (rec.namespace, rec.group.name)
+                self.groups.get(key, set()).discard(uid)
+                if not self.groups.get(key):
+                    self.groups.pop(key, None)
+                    self.waiting.pop(key, None)
+                    self.points.settled(key)
+                    self.refusals.cleared(key)
+                    self.said.forget(key)
+            self.retry_all()  # freed GPUs may let a waiting group in
+            return
+        before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
+        rec = self._put(obj, self.pods)
+        if not rec.gated and rec.uid not in self.view.promised:  # ungated, not bound: its room
+            repromise(self.view, [rec], self.points.fits, self.points.reserve)  # (answer lost)
+        if before is None and rec.gated and rec.group is not None and not rec.holds:
+            self.dirty.add((rec.namespace, rec.group.name))  # a new member changes no room
+        elif before is None or (before.holds, before.node) != (rec.holds, rec.node):
+            self.retry_all()
+        elif before.nominated != rec.nominated:
+            self.retry_all()  # kube-scheduler keeps room on another node now, or on none
+        elif before.labels != rec.labels and self.budgets.by_namespace:
+            self.retry_all()  # a pod that left a budget may let a waiting group preempt
+        elif rec.group is not None:
+            self.dirty.add((rec.namespace, rec.group.name))
+
+    def _put(self, obj: Mapping[str, Any], known: Mapping[str, PodRecord]) -> PodRecord:
+        rec = self.writes.as_seen(pod_record(obj, self.clock()))
+        old = known.get(rec.uid)
+        if old is not None:
+            rec = replace(rec, seen=old.seen)
+        return self._keep(rec)
+
+    def _keep(self, rec: PodRecord) -> PodRecord:
+        self.pods[rec.uid] = rec
+        self.view.put_pod(
+            rec.uid, rec.node, rec.gpus, rec.holds, rec.nominated if rec.member else ""
+        )
+        self.points.seen(rec)  # e.g. the IMEX channel it holds or was promised, if any
+        if rec.group is not None:
+            self.groups.setdefault((rec.namespace, rec.group.name), set()).add(rec.uid)
+        return rec
+
+    def retry_all(self) -> None:
+        self.dirty |= {k for k, uids in self.groups.items() if any(self._gated(u) for u in uids)}
+
+    def _gated(self, uid: str) -> bool:
+        rec = self.pods.get(uid)
+        return rec is not None and rec.gated and rec.member

@@ -1,0 +1,332 @@
+"""The placer's Kubernetes I/O: list+watch Pods and Nodes, patch pods, post Events.
+
+The only module of the package that imports kubernetes. `run_placer` is the `work(stop)` the
+leader elector runs while this replica holds the `gpufabric-placer` Lease: one thread applies
+events and decides, so the placer's state needs no locks.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from webhook.groups.extensions.gang.names import PODGROUPS
+from webhook.groups.extensions.gang.place import NativeGang
+from webhook.groups.extensions.imex.extension import ImexChannels
+from webhook.groups.extensions.imex.kube import template_watch
+from webhook.groups.extensions.imex.names import COMPUTE_DOMAINS
+from webhook.groups.extensions.imex.place import ImexMetrics
+from webhook.groups.extensions.partly.bound import BoundMetrics, PartlyBound
+from webhook.groups.extensions.preempt.extension import Preemption
+from webhook.groups.extensions.preempt.state import PreemptMetrics
+from webhook.groups.framework.evictions import Outcome
+from webhook.groups.framework.ownedkube import KubeOwnedApi, owned_watch
+from webhook.groups.framework.refusals import Rejected
+from webhook.groups.framework.timeouts import TIMEOUT, WRITE_TIMEOUT
+from webhook.groups.framework.writes import Call, NotWritten, Quiet
+from webhook.groups.model.names import PLACER_FIELD_MANAGER
+from webhook.groups.placer.enabled import Extensions
+from webhook.groups.placer.placer import Placer, PlacerMetrics
+from webhook.groups.placer.slim import slim_node, slim_pod
+from webhook.kube.client import pages, watch_events
+from webhook.kube.status import status_words
+from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
+
+log = logging.getLogger(__name__)
+_POLL = 0.5
+_WRITERS = 64  # a reconcile's patches in flight at once: a gang of 32 ungated in one round trip
+_TELLERS = 2  # Events posted at once
+_TICK = 5.0  # seconds between retries of groups that are still gated
+_LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
+
+
+def _interned(obj: dict[str, Any]) -> Obj:
+    """One copy of each label key and value: JSON decoding gives every Node its own, and at
+    65,536 Nodes that is ~1.5 KB a Node of equal strings."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and isinstance(labels := meta.get("labels"), dict):
+        meta["labels"] = {
+            sys.intern(k): sys.intern(v) if type(v) is str else v for k, v in labels.items()
+        }
+    return obj
+
+
+def core_list_watch(
+    api_client: client.ApiClient, kind: str, field_selector: str = ""
+) -> tuple[Lister, Watcher]:
+    core = client.CoreV1Api(api_client)
+    method = core.list_pod_for_all_namespaces if kind == "pods" else core.list_node
+    slim = slim_pod if kind == "pods" else slim_node
+
+    def fetch(token: str | None) -> Any:
+        return method(
+            limit=500,
+            _continue=token,
+            field_selector=field_selector or None,
+            _preload_content=False,
+            _request_timeout=TIMEOUT * 3,
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, lambda o: _interned(slim(o)))  # each page slimmed as it arrives
+
+    def watcher(version: str) -> Iterable[Obj]:
+        for event in watch_events(method, version=version, field_selector=field_selector or None):
+            obj = event["object"]
+            if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                obj = slim(obj)
+            yield {"type": event["type"], "object": obj}
+
+    return lister, watcher
+
+
+class KubePlacerApi:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        # Its own connections, as many as writes in flight (groups/framework/writes.py): the shared
+        # client keeps cpu_count * 5 idle, and each one more would be a TLS handshake again.
+        conf = copy.deepcopy(api_client.configuration)
+        conf.connection_pool_maxsize = _WRITERS + _TELLERS
+        self.core = client.CoreV1Api(client.ApiClient(conf))
+        self._writers = ThreadPoolExecutor(_WRITERS, thread_name_prefix="placer-write")
+        # Events are best effort and wait for nothing: off the placer's thread, and after the
+        # burst's patches (writes.Quiet)
+        self._tellers = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event")
+        self._quiet = Quiet()
+
+    def run_all(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
+        """writes.Runner: at most _WRITERS calls at a time; none started once `stopping()`."""
+        return list(self._writers.map(lambda call: self._one(call, stopping), calls))
+
+    def start_all(
+        self,
+        calls: Sequence[Call],
+        stopping: Callable[[], bool],
+        answer: Callable[[int, object], None],
+    ) -> None:
+        """writes.Starter: as run_all, each answer handed on as it comes, nothing waited for."""
+
+        def answered(i: int) -> Callable[[Future[object]], None]:
+            return lambda future: answer(i, future.result())
+
+        for i, call in enumerate(calls):
+            self._writers.submit(self._one, call, stopping).add_done_callback(answered(i))
+
+    def _one(self, call: Call, stopping: Callable[[], bool]) -> object:
+        if stopping():
+            return NotWritten("the placer is stopping")
+        self._quiet.begin()
+        try:
+            return call()
+        except Exception as err:  # noqa: BLE001 - handed to the write's done
+            return err
+        finally:
+            self._quiet.end()
+
+    def patch_pod(
+        self, namespace: str, name: str, ops: list[dict[str, Any]], dry_run: bool = False
+    ) -> None:
+        """A JSONPatch of a pod; `dry_run`: dryRun=All, which runs the webhooks and admission
+        policies and stores nothing. Any 4xx is Rejected with the API server's message (422:
+        a ValidatingAdmissionPolicy or a failed `test` op; 404: the pod is gone)."""
+        try:
+            self.core.patch_namespaced_pod(
+                name,
+                namespace,
+                ops,
+                field_manager=PLACER_FIELD_MANAGER,
+                dry_run="All" if dry_run else None,
+                _content_type="application/json-patch+json",
+                _request_timeout=WRITE_TIMEOUT,
+                _preload_content=False,  # the answer is not read: the watch brings the pod
+            )
+        except ApiException as err:
+            if err.status is None or not 400 <= err.status < 500:
+                raise
+            write, what = "pods/patch", f"placement patch of pod {namespace}/{name}"
+            if dry_run:
+                write, what = "pods/patch-dry-run", f"{what} (dry run)"
+            words = status_words(err.status, err.body)
+            raise Rejected(write, what, err.status, words, name) from err
+
+    def evict_pod(
+        self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
+    ) -> tuple[Outcome, str]:
+        """policy/v1 Eviction (RBAC: pods/eviction create): the API server honours
+        PodDisruptionBudgets (429) and marks the pod DisruptionTarget (EvictionByEvictionAPI);
+        `dry_run` asks the same question and evicts nothing (deleteOptions.dryRun ["All"]);
+        `uid`: only that pod (a precondition: another pod of the name now is "gone", 409).
+        Any other failure (500: the pod is under two budgets; 403; a timeout) refuses too, so
+        a plan stops instead of going on with part of its victims."""
+        body: Any = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        options: dict[str, Any] = {}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        if options:
+            body["deleteOptions"] = options
+        try:
+            self.core.create_namespaced_pod_eviction(
+                name, namespace, body, _request_timeout=WRITE_TIMEOUT
+            )
+        except ApiException as err:
+            if err.status == 409 and uid:
+                return "gone", ""
+            return eviction_outcome(err.status, err.body)
+        except Exception as err:  # noqa: BLE001 - a lost answer: the plan stops here
+            return "blocked", f"no answer from the API server: {err}"
+        return "evicted", ""
+
+    def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self._tellers.submit(self._event, pod, reason, message, kind, now, time.monotonic())
+
+    def _event(
+        self, pod: Mapping[str, Any], reason: str, message: str, kind: str, now: str, told: float
+    ) -> None:
+        self._quiet.wait(told)
+        meta = pod["metadata"]
+        body: Any = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": PLACER_FIELD_MANAGER},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(
+                meta["namespace"], body, _request_timeout=WRITE_TIMEOUT, _preload_content=False
+            )
+        except ApiException as err:  # an Event is best effort; the decision stands
+            log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
+        except Exception as err:  # noqa: BLE001 - a lost answer loses only the Event
+            log.warning("event not posted", extra={"pod": meta["name"], "error": str(err)})
+
+
+def eviction_outcome(code: int, body: object) -> tuple[Outcome, str]:
+    """An Eviction answer: 201 evicted, 404 gone (already deleted); anything else refused, with
+    the Status message and its causes (a PodDisruptionBudget names itself in a cause; 429)."""
+    if code == 404:
+        return "gone", ""
+    if 200 <= code < 300:
+        return "evicted", ""
+    return "blocked", status_words(code, body)
+
+
+def budget_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
+    """policy/v1 PodDisruptionBudgets of every namespace (RBAC: list, watch), as the scheduler's
+    preemption watches them."""
+    policy = client.PolicyV1Api(api_client)
+    method = policy.list_pod_disruption_budget_for_all_namespaces
+
+    def fetch(token: str | None) -> Any:
+        return method(
+            limit=500, _continue=token, _preload_content=False, _request_timeout=TIMEOUT * 3
+        )
+
+    def lister() -> Iterator[Page]:
+        return pages(fetch, lambda o: o)
+
+    def watcher(version: str) -> Iterable[Obj]:
+        yield from watch_events(method, version=version)
+
+    return lister, watcher
+
+
+def run_placer(
+    api_client: client.ApiClient,
+    stop: threading.Event,
+    metrics: PlacerMetrics | None = None,
+    gauges: Callable[[Placer], None] = lambda _: None,
+    imex_metrics: ImexMetrics | None = None,
+) -> None:
+    """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
+    api = KubePlacerApi(api_client)
+    ext = Extensions(  # each with its API and metrics; their watches below
+        Preemption(api, metrics if isinstance(metrics, PreemptMetrics) else None),
+        ImexChannels(
+            KubeOwnedApi(api_client, COMPUTE_DOMAINS), imex_metrics
+        ),  # groups' ComputeDomains
+        NativeGang(KubeOwnedApi(api_client, PODGROUPS)),  # PodGroups
+        PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
+    )
+    placer = Placer(api, metrics=metrics, extensions=ext, runner=api.run_all)
+    imex, gang = ext.imex, ext.gang
+    inbox: queue.Queue[Callable[[], None]] = queue.Queue()
+    # a reconcile's writes are not waited for: their answers come back through the inbox
+    placer.writes.start, placer.writes.post = api.start_all, inbox.put
+    watches = [
+        owned_watch("placer-computedomains", api_client, imex.book, inbox.put),
+        template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),
+        owned_watch("placer-podgroups", api_client, gang.book, inbox.put),
+        ListWatch(
+            "placer-nodes",
+            *core_list_watch(api_client, "nodes"),
+            on_list=Paged(  # page by page: 65,536 slim Nodes are ~110 MiB gathered
+                lambda: inbox.put(placer.nodes_start),
+                lambda items: inbox.put(lambda: placer.nodes_page(items)),
+                lambda: inbox.put(placer.nodes_done),
+            ),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
+        ),
+        ListWatch(
+            "placer-budgets",
+            *budget_list_watch(api_client),
+            on_list=Paged(
+                lambda: inbox.put(placer.budgets_start),
+                lambda items: inbox.put(lambda: placer.budgets_page(items)),
+                lambda: inbox.put(placer.budgets_done),
+            ),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.budget_event(kind, obj)),
+        ),
+        ListWatch(
+            "placer-pods",
+            *core_list_watch(api_client, "pods", _LIVE),
+            on_list=Paged(  # page by page: each pod kept as its record only
+                lambda: inbox.put(placer.pods_start),
+                lambda items: inbox.put(lambda: placer.pods_page(items)),
+                lambda: inbox.put(placer.pods_done),
+            ),
+            on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
+        ),
+    ]
+    for w in watches:
+        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
+    next_retry = time.monotonic() + _TICK
+    while not stop.is_set():
+        try:
+            inbox.get(timeout=_POLL)()
+            while not inbox.empty() and not stop.is_set():  # apply the burst, then decide once
+                inbox.get_nowait()()
+        except queue.Empty:
+            pass
+        if time.monotonic() >= next_retry:
+            placer.retry_all()  # the periodic retry: nothing stays gated by a lost event
+            next_retry = time.monotonic() + _TICK
+        placer.reconcile(stop.is_set)
+        gauges(placer)
