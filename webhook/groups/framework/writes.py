@@ -125,7 +125,7 @@ class Writes:
 
 
 class Quiet:
-    """When the placer's Events may go out: once no patch is in flight and none ended for
+    """When a placed member's Events may go out: once no patch is in flight and none ended for
     `after` seconds, or `longest` seconds after the Event was told, whichever is first.
 
     Why: a burst's Events (GroupPlaced, one a member) are as many API writes as its patches,

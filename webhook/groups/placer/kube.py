@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 _POLL = 0.5
 _WRITERS = 64  # a reconcile's patches in flight at once: a gang of 32 ungated in one round trip
 _TELLERS = 2  # Events posted at once
+# The Events of each member placed, as many as the burst's patches: posted once no patch is in
+# flight (framework/writes.Quiet); every other Event (preemption, refusals) as it happens
+_AFTER_WRITES = frozenset({"GroupPlaced", "GroupRankMoved"})
 _TICK = 5.0  # seconds between retries of groups that are still gated
 _LIVE = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold no GPUs
 
@@ -99,9 +102,10 @@ class KubePlacerApi:
         conf.connection_pool_maxsize = _WRITERS + _TELLERS
         self.core = client.CoreV1Api(client.ApiClient(conf))
         self._writers = ThreadPoolExecutor(_WRITERS, thread_name_prefix="placer-write")
-        # Events are best effort and wait for nothing: off the placer's thread, and after the
-        # burst's patches (writes.Quiet)
+        # Events are best effort and wait for nothing: off the placer's thread (_AFTER_WRITES
+        # on threads of their own, after the burst's patches)
         self._tellers = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event")
+        self._later = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event-later")
         self._quiet = Quiet()
 
     def run_all(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
@@ -194,12 +198,20 @@ class KubePlacerApi:
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None:
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self._tellers.submit(self._event, pod, reason, message, kind, now, time.monotonic())
+        if reason in _AFTER_WRITES:  # one a member placed: after the burst's patches
+            self._later.submit(self._later_event, pod, reason, message, kind, now, time.monotonic())
+        else:  # preemption, refusals, waiting: told as they happen
+            self._tellers.submit(self._event, pod, reason, message, kind, now)
 
-    def _event(
+    def _later_event(
         self, pod: Mapping[str, Any], reason: str, message: str, kind: str, now: str, told: float
     ) -> None:
         self._quiet.wait(told)
+        self._event(pod, reason, message, kind, now)
+
+    def _event(
+        self, pod: Mapping[str, Any], reason: str, message: str, kind: str, now: str
+    ) -> None:
         meta = pod["metadata"]
         body: Any = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
