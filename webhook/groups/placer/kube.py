@@ -289,7 +289,7 @@ def run_placer(
 ) -> None:
     """work(stop): list+watch Pods and Nodes, decide, patch; returns when `stop` is set."""
     api = KubePlacerApi(api_client)
-    ext = Extensions(  # each with its API and metrics; their watches run below
+    ext = Extensions(  # each with its API and metrics; their watches below
         Preemption(api, metrics if isinstance(metrics, PreemptMetrics) else None),
         ImexChannels(
             KubeOwnedApi(api_client, COMPUTE_DOMAINS), imex_metrics
