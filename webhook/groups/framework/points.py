@@ -7,6 +7,7 @@ each point over the enabled extensions in the order of the one list (enabled.py)
 placer names no extension.
 
 The points, as a group's decision meets them:
+- what the extension watches: Watches (once, as serve's wiring starts the placer);
 - inputs, as the cluster changes: Attach (once), Relisting, Seen, Gone, Synced;
 - each reconcile, before the dirty groups are decided: Tick;
 - one group's decision (a `Cycle`): Incomplete (members missing), Adjust (the request: a wait
@@ -23,6 +24,7 @@ while it lives (each extension deletes its own after the last member, at Tick).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -35,6 +37,7 @@ from webhook.groups.model.names import GroupKey, Level
 from webhook.groups.model.records import PodRecord
 
 Undo = Callable[[], None]
+Put = Callable[[Callable[[], None]], None]
 
 
 class HostApi(Protocol):
@@ -81,6 +84,32 @@ class Cycle:
     size: int  # its group-size
     within: tuple[Level, str] | None  # a placed group's recorded domain (replacements)
     writes: Queue  # the reconcile's writes
+
+
+# -- what the extension watches -----------------------------------------------------------------
+class Watch(Protocol):
+    """One list+watch (webhook/kube/watch.ListWatch): runs on a thread named `name` until
+    `stop` is set."""
+
+    @property
+    def name(self) -> str: ...
+    def run(self, stop: threading.Event) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Feeds:
+    """What serve's wiring lends an extension's watches."""
+
+    api_client: Any  # kubernetes.client.ApiClient: only the kube modules read it
+    put: Put  # the placer's inbox: its one thread applies what a watch saw, so no locks
+    changed: Callable[[], None]  # every waiting group is tried again
+
+
+@runtime_checkable
+class Watches(Protocol):
+    def watches(self, feeds: Feeds) -> Sequence[Watch]:
+        """The list+watches the extension's state needs, each feeding it through `feeds.put`
+        (serve's wiring runs each on a thread of its own until the placer stops)."""
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -190,6 +219,7 @@ class Points:
 
     def __init__(self, extensions: Iterable[object]) -> None:
         self.all = tuple(extensions)
+        self._watches = tuple(e for e in self.all if isinstance(e, Watches))
         self._attach = tuple(e for e in self.all if isinstance(e, Attach))
         self._relisting = tuple(e for e in self.all if isinstance(e, Relisting))
         self._seen = tuple(e for e in self.all if isinstance(e, Seen))
@@ -205,6 +235,9 @@ class Points:
         self._reserve = tuple(e for e in self.all if isinstance(e, Reserve))
         self._words = tuple(e for e in self.all if isinstance(e, Words))
         self._settled = tuple(e for e in self.all if isinstance(e, Settled))
+
+    def watches(self, feeds: Feeds) -> tuple[Watch, ...]:
+        return tuple(w for e in self._watches for w in e.watches(feeds))
 
     def attach(self, host: Host) -> None:
         for e in self._attach:

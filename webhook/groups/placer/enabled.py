@@ -2,7 +2,8 @@
 
 A new extension implements the points it needs (framework/points.py) in its own package and
 adds one field here; the placer (placer.py) runs the points and names none of them. serve's
-wiring (groups/placer/kube.py run_placer) makes each with its API and metrics, and runs its watches.
+wiring (groups/placer/kube.py run_placer) makes each with its API and metrics, and starts the
+watches each names at the Watches point.
 """
 
 from __future__ import annotations

@@ -24,14 +24,14 @@ from kubernetes.client.exceptions import ApiException
 from webhook.groups.extensions.gang.names import PODGROUPS
 from webhook.groups.extensions.gang.place import NativeGang
 from webhook.groups.extensions.imex.extension import ImexChannels
-from webhook.groups.extensions.imex.kube import template_watch
 from webhook.groups.extensions.imex.names import COMPUTE_DOMAINS
 from webhook.groups.extensions.imex.place import ImexMetrics
 from webhook.groups.extensions.partly.bound import BoundMetrics, PartlyBound
 from webhook.groups.extensions.preempt.extension import Preemption
 from webhook.groups.extensions.preempt.state import PreemptMetrics
 from webhook.groups.framework.evictions import Outcome
-from webhook.groups.framework.ownedkube import KubeOwnedApi, owned_watch
+from webhook.groups.framework.ownedkube import KubeOwnedApi
+from webhook.groups.framework.points import Feeds, Watch
 from webhook.groups.framework.refusals import Rejected
 from webhook.groups.framework.timeouts import TIMEOUT, WRITE_TIMEOUT
 from webhook.groups.framework.writes import Call, NotWritten, Quiet
@@ -270,6 +270,16 @@ def budget_list_watch(api_client: client.ApiClient) -> tuple[Lister, Watcher]:
     return lister, watcher
 
 
+def start_watches(watches: Iterable[Watch], stop: threading.Event) -> list[threading.Thread]:
+    """Each watch on a daemon thread of its name, running until `stop` is set."""
+    threads = [
+        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True) for w in watches
+    ]
+    for t in threads:
+        t.start()
+    return threads
+
+
 def run_placer(
     api_client: client.ApiClient,
     stop: threading.Event,
@@ -288,14 +298,12 @@ def run_placer(
         PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
     )
     placer = Placer(api, metrics=metrics, extensions=ext, runner=api.run_all)
-    imex, gang = ext.imex, ext.gang
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     # a reconcile's writes are not waited for: their answers come back through the inbox
     placer.writes.start, placer.writes.post = api.start_all, inbox.put
     watches = [
-        owned_watch("placer-computedomains", api_client, imex.book, inbox.put),
-        template_watch("placer-templates", api_client, imex.templates, inbox.put, placer.retry_all),
-        owned_watch("placer-podgroups", api_client, gang.book, inbox.put),
+        # the extensions' own (framework/points.py Watches), in the one list's order
+        *placer.points.watches(Feeds(api_client, inbox.put, placer.retry_all)),
         ListWatch(
             "placer-nodes",
             *core_list_watch(api_client, "nodes"),
@@ -327,8 +335,7 @@ def run_placer(
             on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
         ),
     ]
-    for w in watches:
-        threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True).start()
+    start_watches(watches, stop)
     next_retry = time.monotonic() + _TICK
     while not stop.is_set():
         try:

@@ -26,7 +26,8 @@ from webhook.groups.extensions.gang.podgroups import Book, Made, gang_spec, pod_
 from webhook.groups.framework.binding import binding
 from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
 from webhook.groups.framework.owned import shared_owner
-from webhook.groups.framework.points import Cycle, Host
+from webhook.groups.framework.ownedkube import owned_watch
+from webhook.groups.framework.points import Cycle, Feeds, Host, Watch
 from webhook.groups.model.names import GroupKey
 from webhook.groups.model.records import PodRecord
 
@@ -44,6 +45,9 @@ class NativeGang:
         self.pods_listed = False  # a group without pods is truly gone (its PodGroup too)
         self.ungated: set[GroupKey] = set()  # groups with ungated members not all bound yet
         self._scan_at = 0.0
+
+    def watches(self, feeds: Feeds) -> Sequence[Watch]:
+        return (owned_watch("placer-podgroups", feeds.api_client, self.book, feeds.put),)
 
     def attach(self, host: Host) -> None:
         self.host = host

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 
 from webhook.groups.decision.decision import Request
 from webhook.groups.decision.seating import Seat
+from webhook.groups.extensions.imex.kube import template_watch
 from webhook.groups.extensions.imex.place import Imex, ImexMetrics
 from webhook.groups.framework.lifecycle import OwnedApi
-from webhook.groups.framework.points import Cycle, Host
+from webhook.groups.framework.ownedkube import owned_watch
+from webhook.groups.framework.points import Cycle, Feeds, Host, Watch
 from webhook.groups.model.records import PodRecord
 
 
@@ -23,6 +25,16 @@ class ImexChannels(Imex):
 
     def attach(self, host: Host) -> None:
         self.host, self.view = host, host.view  # the channels go into its node labels
+
+    def watches(self, feeds: Feeds) -> Sequence[Watch]:
+        """The groups' ComputeDomains, and the channel templates NVIDIA's controller makes (a
+        change tries the waiting groups again)."""
+        return (
+            owned_watch("placer-computedomains", feeds.api_client, self.book, feeds.put),
+            template_watch(
+                "placer-templates", feeds.api_client, self.templates, feeds.put, feeds.changed
+            ),
+        )
 
     # -- inputs ----------------------------------------------------------------------------------
     def relisting(self) -> None:
