@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -147,6 +148,7 @@ def main() -> None:
                 core.delete_namespace(ns)
     finally:
         realcluster.down(realcluster.Installed(plane.cluster, hook, plane.workdir))
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def restart(plane: realcluster.Installed, hook: serve.Webhook, program: Path) -> serve.Webhook:
