@@ -31,7 +31,7 @@ from webhook.groups.extensions.preempt.extension import Preemption
 from webhook.groups.extensions.preempt.state import PreemptMetrics
 from webhook.groups.framework.evictions import Outcome
 from webhook.groups.framework.ownedkube import KubeOwnedApi
-from webhook.groups.framework.points import Feeds, Watch
+from webhook.groups.framework.points import Feeds, Put, Watch
 from webhook.groups.framework.refusals import Rejected
 from webhook.groups.framework.timeouts import TIMEOUT, WRITE_TIMEOUT
 from webhook.groups.framework.writes import Call, NotWritten, Quiet
@@ -108,17 +108,14 @@ class KubePlacerApi:
         self._later = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event-later")
         self._quiet = Quiet()
 
-    def run_all(self, calls: Sequence[Call], stopping: Callable[[], bool]) -> list[object]:
-        """writes.Runner: at most _WRITERS calls at a time; none started once `stopping()`."""
-        return list(self._writers.map(lambda call: self._one(call, stopping), calls))
-
     def start_all(
         self,
         calls: Sequence[Call],
         stopping: Callable[[], bool],
         answer: Callable[[int, object], None],
     ) -> None:
-        """writes.Starter: as run_all, each answer handed on as it comes, nothing waited for."""
+        """writes.Starter: at most _WRITERS calls at a time, none started once `stopping()`; each
+        answer handed on as it comes, nothing waited for."""
 
         def answered(i: int) -> Callable[[Future[object]], None]:
             return lambda future: answer(i, future.result())
@@ -280,6 +277,28 @@ def start_watches(watches: Iterable[Watch], stop: threading.Event) -> list[threa
     return threads
 
 
+# The placer's own inputs, each applied on its one thread: (start, page, done, event)
+Applier = tuple[
+    Callable[[], None],
+    Callable[[list[Obj]], None],
+    Callable[[], None],
+    Callable[[str, Obj], None],
+]
+
+
+def _applied(name: str, pair: tuple[Lister, Watcher], put: Put, to: Applier) -> ListWatch:
+    """A list+watch whose pages and events go to the placer through `put` (its inbox)."""
+    start, page, done, event = to
+    return ListWatch(
+        name,
+        *pair,
+        on_list=Paged(
+            lambda: put(start), lambda items: put(lambda: page(items)), lambda: put(done)
+        ),
+        on_event=lambda kind, obj: put(lambda: event(kind, obj)),
+    )
+
+
 def run_placer(
     api_client: client.ApiClient,
     stop: threading.Event,
@@ -297,42 +316,31 @@ def run_placer(
         NativeGang(KubeOwnedApi(api_client, PODGROUPS)),  # PodGroups
         PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
     )
-    placer = Placer(api, metrics=metrics, extensions=ext, runner=api.run_all)
+    placer = Placer(api, metrics=metrics, extensions=ext)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     # a reconcile's writes are not waited for: their answers come back through the inbox
     placer.writes.start, placer.writes.post = api.start_all, inbox.put
     watches = [
         # the extensions' own (framework/points.py Watches), in the one list's order
         *placer.points.watches(Feeds(api_client, inbox.put, placer.retry_all)),
-        ListWatch(
+        # page by page: 65,536 slim Nodes are ~110 MiB gathered; each pod kept as its record only
+        _applied(
             "placer-nodes",
-            *core_list_watch(api_client, "nodes"),
-            on_list=Paged(  # page by page: 65,536 slim Nodes are ~110 MiB gathered
-                lambda: inbox.put(placer.nodes_start),
-                lambda items: inbox.put(lambda: placer.nodes_page(items)),
-                lambda: inbox.put(placer.nodes_done),
-            ),
-            on_event=lambda kind, obj: inbox.put(lambda: placer.node_event(kind, obj)),
+            core_list_watch(api_client, "nodes"),
+            inbox.put,
+            (placer.nodes_start, placer.nodes_page, placer.nodes_done, placer.node_event),
         ),
-        ListWatch(
+        _applied(
             "placer-budgets",
-            *budget_list_watch(api_client),
-            on_list=Paged(
-                lambda: inbox.put(placer.budgets_start),
-                lambda items: inbox.put(lambda: placer.budgets_page(items)),
-                lambda: inbox.put(placer.budgets_done),
-            ),
-            on_event=lambda kind, obj: inbox.put(lambda: placer.budget_event(kind, obj)),
+            budget_list_watch(api_client),
+            inbox.put,
+            (placer.budgets_start, placer.budgets_page, placer.budgets_done, placer.budget_event),
         ),
-        ListWatch(
+        _applied(
             "placer-pods",
-            *core_list_watch(api_client, "pods", _LIVE),
-            on_list=Paged(  # page by page: each pod kept as its record only
-                lambda: inbox.put(placer.pods_start),
-                lambda items: inbox.put(lambda: placer.pods_page(items)),
-                lambda: inbox.put(placer.pods_done),
-            ),
-            on_event=lambda kind, obj: inbox.put(lambda: placer.pod_event(kind, obj)),
+            core_list_watch(api_client, "pods", _LIVE),
+            inbox.put,
+            (placer.pods_start, placer.pods_page, placer.pods_done, placer.pod_event),
         ),
     ]
     start_watches(watches, stop)
