@@ -50,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import realcluster
 from kubernetes import client, watch
 
+from tests.e2e.pods import gpu_container  # realcluster put the repository on the path
+
 HALF = [(2, "leaf")] * 8 + [(4, "leaf")] * 4 + [(8, "leaf")] * 4  # 64 nodes, 16 gangs
 SHAPES = {"full": [*HALF, (16, "leaf-pair"), (16, "leaf-pair"), (32, "leaf-quad")], "half": HALF}
 GATE = "gpufabric.io/group"
@@ -111,13 +113,7 @@ class Recorder:
 def pod_body(name: str, gang: str, size: int, level: str, native: bool) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": {"bench-gang": gang}}
     spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "main",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"limits": {"nvidia.com/gpu": "8"}},
-            }
-        ],
+        "containers": [gpu_container(8)],
         "terminationGracePeriodSeconds": 0,
     }
     if native:

@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import realcluster
 from kubernetes import client, watch
 
+from tests.e2e.pods import gpu_container  # realcluster put the repository on the path
+
 NS = "ungate"
 HOLD = "bench.gpufabric.io/hold"
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,13 +45,7 @@ WAYS = ("concurrent", "sequential", "all-but-last", "podgroup-last", "ungated")
 def pod_body(name: str, group: str, gated: bool) -> dict[str, Any]:
     term = {"key": "gpufabric.io/leaf-quad", "operator": "In", "values": ["spine1.leaf12"]}
     spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "main",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"limits": {"nvidia.com/gpu": "8"}},
-            }
-        ],
+        "containers": [gpu_container(8)],
         "terminationGracePeriodSeconds": 0,
         "schedulingGroup": {"podGroupName": group},
         "affinity": {
