@@ -27,6 +27,11 @@ kube-scheduler's FailedScheduling messages and the API requests made, by verb an
 ratio to native is given twice: of the medians, and the median (and range) of each round's run
 against native's run of the same round (the machine is shared; its load drifts between rounds).
 A run ends when every gang is bound, or 10 s after the last bind (60 s at most).
+`--pprof S`: kube-apiserver's own CPU profile of each burst's first S seconds (its /debug/pprof,
+read by bench/pprof.py without a Go toolchain), printed by what the CPU went to (TLS handshakes,
+JSON, admission, the watch cache, ...; `-v`: the top functions too), kept in --logs if given.
+`--sched-v 5`: kube-scheduler logs each pod-group cycle and each request its client-side rate
+limit (50/s, burst 100) held back, kept with --logs.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pprof
 import realcluster
 from kubernetes import client, watch
 
@@ -206,6 +212,9 @@ class Plane:
         self.objects = client.CustomObjectsApi(self.api)
         self.rec = Recorder(self.api)
         self.verbose = False
+        self.pprof = 0  # seconds of kube-apiserver CPU profile from each burst's start (0: none)
+        self.profiles: dict[str, pprof.Top] = {}
+        self.keep: Path | None = None  # where each profile is kept (--logs)
         cluster.kubectl("create", "namespace", BENCH_NS)
         threading.Thread(target=self.rec.run, daemon=True).start()
         self.pids = {
@@ -228,6 +237,10 @@ class Plane:
                 for m in range(size)
             }
         cpu0, (adm0, req0) = self._cpu(), self._admission()
+        profiling = None
+        if self.pprof:
+            profiling = threading.Thread(target=self._profile, args=(tag,), daemon=True)
+            profiling.start()
         t0 = time.monotonic()
 
         def make(i: int) -> None:
@@ -275,6 +288,8 @@ class Plane:
         }
         if self.verbose:
             self._failures()
+        if profiling is not None:
+            profiling.join()  # before the clean up, whose deletes would count too
         self._clean(native)
         if self.verbose:
             timeline(names, gangs, seen, t0, made)
@@ -335,6 +350,21 @@ class Plane:
             admission,
             requests,
         )
+
+    def _profile(self, tag: str) -> None:
+        """kube-apiserver's CPU profile of the burst (its /debug/pprof, on by default)."""
+        method, url, headers, body, _ = self.api.param_serialize(
+            "GET", f"/debug/pprof/profile?seconds={self.pprof}", auth_settings=["BearerToken"]
+        )
+        try:
+            data = self.api.call_api(method, url, headers, body).read()
+            self.profiles[tag] = pprof.read(data)
+            if (
+                self.keep is not None
+            ):  # for a closer look: bench/pprof.py's table(), or go tool pprof
+                (self.keep / f"{tag}.pprof.gz").write_bytes(data)
+        except Exception as err:  # noqa: BLE001 - a bench's extra; said and left out
+            print(f"  {tag}: no profile ({err})")
 
     def _cpu(self) -> dict[str, float]:
         return {c: cpu_seconds(pid) for c, pid in self.pids.items()}
@@ -465,17 +495,34 @@ def main() -> None:
     )
     ap.add_argument("--logs", type=Path, help="keep each control plane's logs in this folder")
     ap.add_argument("--ways", default="gpufabric-served,gpufabric-unserved,native")
+    ap.add_argument(
+        "--sched-v",
+        type=int,
+        help="kube-scheduler's log level (5: each pod-group cycle; with --logs to keep it)",
+    )
+    ap.add_argument(
+        "--pprof",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="profile kube-apiserver's CPU for SECONDS from each burst's start; print its top",
+    )
     args = ap.parse_args()
     ways = args.ways.split(",")
+    if args.logs is not None:
+        args.logs.mkdir(parents=True, exist_ok=True)
+    more = (f"--v={args.sched_v}",) if args.sched_v is not None else ()
     clusters: dict[str, realcluster.Installed] = {}
     try:
         if any(w != "gpufabric-unserved" for w in ways):
-            clusters["served"] = realcluster.up(served=True, webhook=args.webhook)
+            clusters["served"] = realcluster.up(served=True, webhook=args.webhook, sched_args=more)
         if "gpufabric-unserved" in ways:
-            clusters["unserved"] = realcluster.up(served=False, webhook=args.webhook)
+            clusters["unserved"] = realcluster.up(
+                served=False, webhook=args.webhook, sched_args=more
+            )
         planes = {k: Plane(c) for k, c in clusters.items()}
         for p in planes.values():
-            p.verbose = args.verbose
+            p.verbose, p.pprof, p.keep = args.verbose, args.pprof, args.logs
         results = []
         for r in range(args.rounds):
             for shape in args.shapes.split(","):
@@ -490,6 +537,11 @@ def main() -> None:
                         flush=True,
                     )
         table(results)
+        for p in planes.values():
+            for tag, top in p.profiles.items():
+                print(f"kube-apiserver CPU, {tag}: {top.total / 1e9:.2f} s; {pprof.by_part(top)}")
+                if args.verbose:
+                    print(pprof.table(top))
     finally:
         for c in clusters.values():
             realcluster.down(c, args.logs)

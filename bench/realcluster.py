@@ -56,15 +56,23 @@ class Installed:
 
 
 def up(
-    served: bool, webhook: Path, nodes: int = 128, leaves: int = 16, spines: int = 2
+    served: bool,
+    webhook: Path,
+    nodes: int = 128,
+    leaves: int = 16,
+    spines: int = 2,
+    sched_args: tuple[str, ...] = (),
 ) -> Installed:
     """A plane (PodGroups and kube-scheduler's gang on where `served`) running `webhook` (another
     checkout's build: a before/after), `nodes` 8-GPU nodes in `leaves` leaves under `spines`
-    spines, every node labelled by the labeler. down() ends it."""
+    spines, every node labelled by the labeler; `sched_args`: more kube-scheduler flags (its log
+    level). down() ends it."""
     tools = k8s.find_tools()
     if tools.path is None:
         raise SystemExit(tools.reason)
-    cluster = k8s.start(tools.path, SERVED if served else k8s.PLAIN, prefix="bind-bench-k8s-")
+    flags = SERVED if served else k8s.PLAIN
+    flags = replace(flags, sched_args=(*flags.sched_args, *sched_args))
+    cluster = k8s.start(tools.path, flags, prefix="bind-bench-k8s-")
     workdir = Path(tempfile.mkdtemp(prefix="bind-bench-", dir="/tmp"))
     try:
         hook = installed(cluster, workdir, program=webhook)

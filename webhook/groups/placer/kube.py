@@ -39,7 +39,7 @@ from webhook.groups.model.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer.enabled import Extensions
 from webhook.groups.placer.placer import Placer, PlacerMetrics
 from webhook.groups.placer.slim import slim_node, slim_pod
-from webhook.kube.client import pages, watch_events
+from webhook.kube.client import let_go, pages, watch_events
 from webhook.kube.status import status_words
 from webhook.kube.watch import Lister, ListWatch, Obj, Page, Paged, Watcher
 
@@ -141,7 +141,7 @@ class KubePlacerApi:
         policies and stores nothing. Any 4xx is Rejected with the API server's message (422:
         a ValidatingAdmissionPolicy or a failed `test` op; 404: the pod is gone)."""
         try:
-            self.core.patch_namespaced_pod(
+            answer = self.core.patch_namespaced_pod(
                 name,
                 namespace,
                 ops,
@@ -149,8 +149,9 @@ class KubePlacerApi:
                 dry_run="All" if dry_run else None,
                 _content_type="application/json-patch+json",
                 _request_timeout=WRITE_TIMEOUT,
-                _preload_content=False,  # the answer is not read: the watch brings the pod
+                _preload_content=False,  # the answer is not decoded: the watch brings the pod
             )
+            let_go(answer)
         except ApiException as err:
             if err.status is None or not 400 <= err.status < 500:
                 raise
@@ -228,9 +229,10 @@ class KubePlacerApi:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(
+            answer = self.core.create_namespaced_event(
                 meta["namespace"], body, _request_timeout=WRITE_TIMEOUT, _preload_content=False
             )
+            let_go(answer)
         except ApiException as err:  # an Event is best effort; the decision stands
             log.warning("event not posted", extra={"pod": meta["name"], "status": err.status})
         except Exception as err:  # noqa: BLE001 - a lost answer loses only the Event
