@@ -351,6 +351,15 @@ class Plane:
             requests,
         )
 
+    def _podgroups(self) -> int:
+        try:
+            got = self.objects.list_namespaced_custom_object(
+                "scheduling.k8s.io", "v1alpha2", BENCH_NS, "podgroups", limit=1
+            )
+        except client.ApiException:
+            return 0  # not served on this plane
+        return len(got.get("items") or [])
+
     def _profile(self, tag: str) -> None:
         """kube-apiserver's CPU profile of the burst (its /debug/pprof, on by default)."""
         method, url, headers, body, _ = self.api.param_serialize(
@@ -410,6 +419,19 @@ class Plane:
         end = time.monotonic() + 30
         while time.monotonic() < end and self.core.list_namespaced_pod(BENCH_NS, limit=1).items:
             time.sleep(0.2)
+        # the placer deletes its PodGroups once their pods are gone: not during the next run
+        while time.monotonic() < end and self._podgroups():
+            time.sleep(0.2)
+        # kube-scheduler's Events are rate limited too: a burst that fragmented leaves hundreds
+        # queued (FailedScheduling), posted while the next run goes on; let them all land first
+        seen, still = -1, time.monotonic()
+        while time.monotonic() < end and time.monotonic() - still < 1.0:
+            items = self.core.list_namespaced_event(BENCH_NS).items
+            now = max((int(e.metadata.resource_version) for e in items), default=0)  # a new
+            if now != seen:  # Event, or one counted again (PATCH), since the last look
+                seen, still = now, time.monotonic()
+            time.sleep(0.2)
+        self.core.delete_collection_namespaced_event(BENCH_NS)
         time.sleep(1.0)  # the placer and the scheduler see the room freed
 
 
