@@ -85,6 +85,10 @@ class FakeApi:
         self.admission: Callable[[dict[str, Any], dict[str, Any]], list[str]] | None = None
         self.dry_patches: list[tuple[str, list[dict[str, Any]]]] = []  # dryRun=All, admitted
         self.refusals: list[tuple[str, int, str, bool]] = []  # (pod, code, message, dry run)
+        # status.nominatedNodeName writes, in order: (pod, node); and the writes in order, by
+        # kind, so a test sees a member's node told before its gate goes
+        self.nominations: list[tuple[str, str]] = []
+        self.order: list[tuple[str, str]] = []  # ("nominate" | "patch", pod)
 
     def create(self, pod: dict[str, Any]) -> dict[str, Any]:
         meta = pod["metadata"]
@@ -136,6 +140,18 @@ class FakeApi:
         new["metadata"]["resourceVersion"] = str(int(old["metadata"]["resourceVersion"]) + 1)
         self.pods[(namespace, name)] = new
         self.patches.append((name, ops))
+        self.order.append(("patch", name))
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """A merge patch of pods/status: best effort, as KubePlacerApi's (a pod that is gone
+        is not nominated, and nothing is raised)."""
+        self.order.append(("nominate", name))
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            return
+        pod.setdefault("status", {})["nominatedNodeName"] = node
+        pod["metadata"]["resourceVersion"] = str(int(pod["metadata"]["resourceVersion"]) + 1)
+        self.nominations.append((name, node))
 
     def add_pdb(
         self,

@@ -222,6 +222,33 @@ def test_the_podgroup_exists_before_any_member_is_ungated_and_goes_after_the_las
     assert not api.podgroups and api.log[-1] == ("podgroup-deleted", "gpufabric-g")
 
 
+def test_each_member_of_a_native_gang_is_told_its_node_before_its_gate_goes() -> None:
+    """status.nominatedNodeName = the node the placer promised the member, written before its
+    patch (kube-scheduler must see the node before it can schedule the pod), one a member."""
+    api, placer = native_placer()
+    for i in range(4):
+        arrive(api, placer, admitted(member("g", i, 4), native=True))
+    assert len(api.patches) == 4 and len(api.nominations) == 4
+    for name, node in api.nominations:
+        uid = api.get(name, "burst")["metadata"]["uid"]
+        assert placer.view.promised[uid][0] == node
+        assert api.order.index(("nominate", name)) < api.order.index(("patch", name))
+    assert len({node for _, node in api.nominations}) == 4  # one node a member
+
+
+def test_no_member_is_nominated_where_kube_scheduler_runs_no_gang() -> None:
+    """Outside a gang no member waits at Permit, where kube-scheduler writes the status a
+    nomination saves it: the write would buy nothing."""
+    api, placer = native_placer(served=False)
+    for i in range(2):
+        arrive(api, placer, admitted(member("g", i, 2), native=True))
+    plain_api, plain = native_placer()
+    for i in range(2):
+        arrive(plain_api, plain, admitted(member("h", i, 2), native=False))
+    assert len(api.patches) == 2 and len(plain_api.patches) == 2
+    assert api.nominations == [] and plain_api.nominations == []
+
+
 def test_members_naming_our_podgroup_are_placed_without_one_where_none_is_served() -> None:
     """kube-scheduler gates on no PodGroup where the cluster serves none (the feature turned
     off after they were admitted): they must not wait for good."""

@@ -48,6 +48,9 @@ class HostApi(Protocol):
 
     def event(self, pod: Mapping[str, Any], reason: str, message: str, kind: str) -> None: ...
 
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """status.nominatedNodeName of a pending pod: a hint, best effort (never raises)."""
+
 
 class Host(Protocol):
     """What the placer lends its extensions (kube-scheduler's framework.Handle): read them at
@@ -202,6 +205,13 @@ class Reserve(Protocol):
 
 
 @runtime_checkable
+class Nominate(Protocol):
+    def nominates(self, rec: PodRecord) -> bool:
+        """Whether kube-scheduler is told the member's node (its status.nominatedNodeName)
+        before its gate goes (kube-scheduler's NominatedNodeNameForExpectation)."""
+
+
+@runtime_checkable
 class Words(Protocol):
     def words(self, cycle: Cycle, seats: Sequence[Seat]) -> str:
         """Words added to GroupPlaced."""
@@ -233,6 +243,7 @@ class Points:
         self._permit = tuple(e for e in self.all if isinstance(e, Permit))
         self._prebind = tuple(e for e in self.all if isinstance(e, PreBind))
         self._reserve = tuple(e for e in self.all if isinstance(e, Reserve))
+        self._nominate = tuple(e for e in self.all if isinstance(e, Nominate))
         self._words = tuple(e for e in self.all if isinstance(e, Words))
         self._settled = tuple(e for e in self.all if isinstance(e, Settled))
 
@@ -303,6 +314,9 @@ class Points:
 
     def fits(self, rec: PodRecord, node: str) -> bool:
         return all(e.fits(rec, node) for e in self._reserve)
+
+    def nominates(self, rec: PodRecord) -> bool:
+        return any(e.nominates(rec) for e in self._nominate)
 
     def words(self, cycle: Cycle, seats: Sequence[Seat]) -> str:
         return "".join(e.words(cycle, seats) for e in self._words)

@@ -107,6 +107,7 @@ class KubePlacerApi:
         self._tellers = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event")
         self._later = ThreadPoolExecutor(_TELLERS, thread_name_prefix="placer-event-later")
         self._quiet = Quiet()
+        self._nominate_refused = False  # said once
 
     def start_all(
         self,
@@ -160,6 +161,41 @@ class KubePlacerApi:
                 write, what = "pods/patch-dry-run", f"{what} (dry run)"
             words = status_words(err.status, err.body)
             raise Rejected(write, what, err.status, words, name) from err
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """status.nominatedNodeName of a pending pod (RBAC: pods/status patch; the policy
+        gpufabric-placer-pod-status allows that field alone). A hint: a refusal or a lost
+        answer is logged (a refusal once: an install whose RBAC predates it) and the member is
+        ungated anyway, kube-scheduler then searching its domain itself."""
+        try:
+            answer = self.core.patch_namespaced_pod_status(
+                name,
+                namespace,
+                {"status": {"nominatedNodeName": node}},
+                field_manager=PLACER_FIELD_MANAGER,
+                _content_type="application/merge-patch+json",
+                _request_timeout=WRITE_TIMEOUT,
+                _preload_content=False,  # not decoded: the watch brings the pod
+            )
+            let_go(answer)
+        except ApiException as err:
+            if err.status is not None and 400 <= err.status < 500:
+                if not self._nominate_refused:
+                    self._nominate_refused = True
+                    words = status_words(err.status, err.body)
+                    log.warning(
+                        "nominatedNodeName not set; kube-scheduler searches the group's domain"
+                        " itself (said once)",
+                        extra={"pod": f"{namespace}/{name}", "status": err.status, "why": words},
+                    )
+                return
+            log.warning(
+                "nominatedNodeName not set", extra={"pod": f"{namespace}/{name}", "error": str(err)}
+            )
+        except Exception as err:  # noqa: BLE001 - a hint lost; the ungating goes on
+            log.warning(
+                "nominatedNodeName not set", extra={"pod": f"{namespace}/{name}", "error": str(err)}
+            )
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""

@@ -235,8 +235,16 @@ class Placer(Inputs):
             self.writes.written(self.pods[rec.uid])  # its events until the answer: older
             self.view.promise(rec.uid, s.node, rec.gpus)
             self.points.reserve(self.pods[rec.uid], s.node)  # e.g. its IMEX channel is taken
-            call = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
+            call: Callable[[], object] = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
+            if self.points.nominates(rec):  # its node told first, then its gate lifted
+                call = partial(self._nominated, rec, s.node, call)
             self.writes.add(call, partial(self._patched, key, was))
+
+    def _nominated(self, rec: PodRecord, node: str, patch: Callable[[], object]) -> object:
+        """On a writer's thread: the member's status.nominatedNodeName, then its patch. In this
+        order, as kube-scheduler must see the node before the pod it may schedule."""
+        self.api.nominate(rec.namespace, rec.name, node)
+        return patch()
 
     def _patched(self, key: GroupKey, was: Placed, result: object) -> None:
         """A member's patch answered: told with Events, or undone (`was`: as it was before)."""
