@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from typing import Any
 
 import jsonpatch
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests import openapi, reference
@@ -85,6 +86,54 @@ def test_a_group_binds_whole_with_and_without_native_gangs(
         assert made["metadata"]["labels"].items() >= MANAGED.items()
     else:
         assert named(bound) == ["", ""]  # none served: nothing named, nothing waits for one
+
+
+def placers_nomination(obj: Any) -> str:
+    """The pod's status.nominatedNodeName where the placer wrote it (its field manager owns the
+    field: kube-scheduler sets it too, for members waiting at Permit), else ''."""
+    node = obj.status.nominated_node_name if obj.status else None
+    for entry in obj.metadata.managed_fields or []:
+        ours = entry.manager == "gpufabric-placer" and entry.subresource == "status"
+        if ours and "f:nominatedNodeName" in json.dumps(entry.fields_v1 or {}):
+            return str(node or "")
+    return ""
+
+
+@pytest.mark.parametrize("cluster_env", ["gang", "plain"], indirect=True)
+def test_each_member_of_a_gang_binds_on_the_node_the_placer_nominated(
+    cluster_env: Env, ns: str, fleet: Fleet, request: pytest.FixtureRequest
+) -> None:
+    """As installed (the placer's RBAC and the policy gpufabric-placer-pod-status): each member
+    of a native gang gets status.nominatedNodeName from the placer before its gate goes, and
+    kube-scheduler binds it there (and clears the field: what a watch saw before is the
+    evidence). Where no gang runs (PodGroups not served) the placer nominates nothing."""
+    gang = request.node.callspec.params["cluster_env"] == "gang"
+    fleet.hgx_leaves(leaves=2, per_leaf=4)
+    core = cluster_env.core
+    nominated: dict[str, str] = {}  # the first nomination of the placer's each pod showed
+    done = threading.Event()
+    since = core.list_namespaced_pod(ns).metadata.resource_version
+
+    def follow() -> None:  # every change of every pod, in order, from before the first create
+        stream = watch.Watch().stream(
+            core.list_namespaced_pod, ns, resource_version=since, timeout_seconds=60
+        )
+        for event in stream:
+            obj = event["object"]
+            if not obj.spec.node_name and (node := placers_nomination(obj)):
+                nominated.setdefault(obj.metadata.name, node)
+            if done.is_set():
+                return
+
+    threading.Thread(target=follow, daemon=True).start()
+    create(core, ns, members("n", 4))
+    bound = wait_bound(core, ns, 4)
+    done.set()
+    if not gang:
+        assert nominated == {}
+        return
+    wait_until(lambda: len(nominated) == 4, 10, f"the placer's nominations seen: {nominated}")
+    assert nominated == {p.metadata.name: p.spec.node_name for p in bound}
 
 
 @pytest.mark.parametrize("cluster_env", ["gang"], indirect=True)
