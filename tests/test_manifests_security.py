@@ -81,6 +81,8 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert rules("ClusterRole", "gpufabric-placer") == [
         (("",), ("nodes",), (), ("list", "watch")),
         (("",), ("pods",), (), ("list", "patch", "watch")),
+        # a native gang member's status.nominatedNodeName, nothing else (its own policy)
+        (("",), ("pods/status",), (), ("patch",)),
         (("",), ("pods/eviction",), (), ("create",)),  # preemption: PDBs hold, no pod delete
         (("policy",), ("poddisruptionbudgets",), (), ("list", "watch")),  # counted per plan
         (("",), ("events",), (), ("create",)),

@@ -1,8 +1,12 @@
 """Refusals as installed: a bad fabric pod is denied through the API server (the
 MutatingWebhookConfiguration, failurePolicy Fail, calls the webhook, whose denial reaches the client
-naming the annotation), and the placer's own identity is held to its policy."""
+naming the annotation), and the placer's own identity is held to its policies, on pods and on
+pods/status."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -11,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.e2e import pods
 from tests.e2e.env import Env
 from tests.e2e.install import NAMESPACE, WEBHOOK_ACCOUNT
+from tests.webhook.groups.test_placer_status_policy import KEPT, NOMINATED, POLICY
 
 
 @pytest.mark.parametrize(
@@ -51,3 +56,62 @@ def test_the_placer_identity_may_not_change_what_its_policy_keeps(
     assert refused.value.status == 422, refused.value.body
     assert "gpufabric-placer-pods" in str(refused.value.body), refused.value.body
     assert "may not change labels" in str(refused.value.body), refused.value.body
+
+
+def test_the_placer_identity_may_write_only_a_pending_pods_nominated_node(
+    cluster_env: Env, ns: str
+) -> None:
+    """pods/status as installed (the placer's RBAC, the policy gpufabric-placer-pod-status): the
+    placer's nomination of a gated pending pod is admitted; another status field, a label, or a
+    bound pod's status is refused with the policy's message."""
+    gated = pods.pod("gated", 0)
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+    bound = pods.pod("bound", 0)
+    bound["spec"]["nodeName"] = "nowhere"
+    pods.create(cluster_env.core, ns, [gated, bound])
+
+    def status_of(name: str) -> client.V1PodStatus:
+        status = cluster_env.core.read_namespaced_pod_status(name, ns).status
+        assert status is not None
+        return status
+
+    token = cluster_env.cluster.token(WEBHOOK_ACCOUNT, NAMESPACE)
+    with cluster_env.cluster.client(token) as api:
+        placer = client.CoreV1Api(api)
+
+        def patch(name: str, body: dict[str, Any]) -> None:
+            placer.patch_namespaced_pod_status(name, ns, body, field_manager="gpufabric-placer")
+
+        patch("gated", {"status": {NOMINATED: "gpu-0017"}})
+        assert status_of("gated").nominated_node_name == "gpu-0017"
+        refusals: list[tuple[str, dict[str, Any], str]] = [
+            ("gated", {"status": {"phase": "Running"}}, "may change only status.nominatedNodeName"),
+            (
+                "gated",
+                {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                "may change only status.nominatedNodeName",
+            ),
+            ("gated", {"metadata": {"labels": {"team": "x"}}}, "may not change labels"),
+            ("bound", {"status": {NOMINATED: None}}, "status of a pod already bound"),
+        ]
+        for name, body, message in refusals:
+            with pytest.raises(ApiException) as refused:
+                patch(name, body)
+            assert refused.value.status == 422, refused.value.body
+            assert f"ValidatingAdmissionPolicy '{POLICY}'" in str(refused.value.body), body
+            assert message in str(refused.value.body), refused.value.body
+        # Nominating a bound pod: the API server's own validation refuses it before the policy.
+        with pytest.raises(ApiException) as refused:
+            patch("bound", {"status": {NOMINATED: "gpu-0017"}})
+        assert refused.value.status == 422, refused.value.body
+    assert status_of("gated").phase == "Pending"
+
+
+def test_the_status_policy_keeps_every_other_field_of_the_live_pod_schema(
+    cluster_env: Env,
+) -> None:
+    """The policy lists the status fields it keeps: a Kubernetes release that adds one fails here
+    until the policy keeps it too."""
+    served = json.loads(cluster_env.cluster.kubectl("get", "--raw", "/openapi/v3/api/v1"))
+    status = served["components"]["schemas"]["io.k8s.api.core.v1.PodStatus"]["properties"]
+    assert set(status) - {NOMINATED} == set(KEPT)

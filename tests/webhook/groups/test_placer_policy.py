@@ -28,13 +28,14 @@ from webhook.groups.placer.placer import Placer
 from webhook.kube.nodeselector import REQUIRED
 
 PLACER = "system:serviceaccount:gpufabric-system:gpufabric-webhook"
+POLICY = "gpufabric-placer-pods"
 Pod = dict[str, Any]
 
 
 @functools.cache
-def _programs() -> tuple[Any, list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """The shipped policy's match condition, variables and validations, compiled once."""
-    spec = find(render(), "ValidatingAdmissionPolicy", "gpufabric-placer-pods")["spec"]
+def _programs(policy: str) -> tuple[Any, list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """A shipped policy's match condition, variables and validations, compiled once."""
+    spec = find(render(), "ValidatingAdmissionPolicy", policy)["spec"]
     env = celpy.Environment()
 
     def compiled(expression: str) -> Any:
@@ -48,9 +49,9 @@ def _programs() -> tuple[Any, list[tuple[str, Any]], list[tuple[str, Any]]]:
     )
 
 
-def policy_failures(old: Pod, new: Pod, user: str = PLACER) -> list[str]:
-    """The messages of the validations this UPDATE fails (empty: admitted)."""
-    match, variables, validations = _programs()
+def policy_failures(old: Pod, new: Pod, user: str = PLACER, policy: str = POLICY) -> list[str]:
+    """The messages of the validations of `policy` this UPDATE fails (empty: admitted)."""
+    match, variables, validations = _programs(policy)
     act: dict[str, Any] = {
         "request": celpy.json_to_cel({"operation": "UPDATE", "userInfo": {"username": user}}),
         "object": celpy.json_to_cel(new),
