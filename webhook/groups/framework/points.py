@@ -208,7 +208,7 @@ class Reserve(Protocol):
 class Nominate(Protocol):
     def nominates(self, rec: PodRecord) -> bool:
         """Whether kube-scheduler is told the member's node (its status.nominatedNodeName)
-        before its gate goes (kube-scheduler's NominatedNodeNameForExpectation)."""
+        before its gate goes (NominatedNodeNameForExpectation: the scheduler keeps it)."""
 
 
 @runtime_checkable

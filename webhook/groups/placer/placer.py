@@ -242,7 +242,7 @@ class Placer(Inputs):
 
     def _nominated(self, rec: PodRecord, node: str, patch: Callable[[], object]) -> object:
         """On a writer's thread: the member's status.nominatedNodeName, then its patch. In this
-        order, as kube-scheduler must see the node before the pod it may schedule."""
+        order, as kube-scheduler must see the nomination before it can schedule the pod."""
         self.api.nominate(rec.namespace, rec.name, node)
         return patch()
 

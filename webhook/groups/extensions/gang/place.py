@@ -119,13 +119,15 @@ class NativeGang:
 
     def nominates(self, rec: PodRecord) -> bool:
         """A member of a native gang is nominated to the node chosen for it before its gate
-        goes. Why: kube-scheduler 1.36 (NominatedNodeNameForExpectation, beta, on by default)
-        then tries that node first and, finding its choice already there, skips the status
-        PATCH it makes for every member waiting at Permit. Its client is rate limited (50
-        requests/s, 100 at once), and in a burst that limit, not the search, held the binds
-        back (bench/bind_bench.py --sched-v 5: one PATCH a member saved of about three). A pod
-        outside a gang is never waiting at Permit, so nominating it would be a write that
-        saves the scheduler none."""
+        goes. Why: kube-scheduler 1.36 writes status.nominatedNodeName of every member that
+        waits at Permit for its siblings, through a client rate limited to 50 requests/s (100
+        at once), and in a burst that limit, not the search, held the binds back
+        (bench/bind_bench.py --sched-v 5). It writes nothing where the field already names its
+        choice, and it counts the siblings' nominations as taken when it filters a member
+        (NominatedNodeNameForExpectation, beta and on in 1.36), so in a domain the group fills
+        its choice is ours. A member it tries alone, before its siblings' gates are gone, loses
+        the nomination with that failure. A pod outside a gang never waits at Permit: its
+        nomination would be a write that saves the scheduler none."""
         return bool(rec.pod_group) and bool(self.book.served)
 
     # -- each reconcile ----------------------------------------------------------------------
