@@ -210,6 +210,9 @@ class Scheduler:
         for p in pods:
             g = _gpus(p)
             uid = p["metadata"]["uid"]
+            own = p.get("status", {}).get("nominatedNodeName")
+            if own:  # its own nomination holds no room against itself (addNominatedPods)
+                trial[own] -= g
             if uid not in self.admits:
                 self.admits[uid] = tuple(n for n, x in self.nodes.items() if pod_admits(p, x, n))
             matching = len(self.admits[uid])
@@ -221,6 +224,8 @@ class Scheduler:
                 return
             most = max(self.gpus - trial[n] for n in fits)  # LeastAllocated, ties at random
             n = self.rng.choice(sorted(n for n in fits if self.gpus - trial[n] == most))
+            if own in fits:  # its nominated node first, as kube-scheduler tries it
+                n = own
             trial[n] += g
             picks.append((p, n))
         used.update(trial)

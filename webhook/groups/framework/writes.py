@@ -108,20 +108,24 @@ class Writes:
         self._pending.append(Write(call, done))
 
     def flush(self, stopping: Callable[[], bool]) -> None:
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
+        """Start the batch. A write's `done` may add the next writes (a group's patches once its
+        nominations are answered): the starter's answers come through the inbox, whose next
+        reconcile flushes them; the runner's come here, so it runs until none is added."""
         if self.start is not None and self.post is not None:
-            post = self.post
-            self.start(
-                [w.call for w in pending],
-                stopping,
-                lambda i, result: post(partial(pending[i].done, result)),
-            )
+            pending, self._pending = self._pending, []
+            if pending:
+                post = self.post
+                self.start(
+                    [w.call for w in pending],
+                    stopping,
+                    lambda i, result: post(partial(pending[i].done, result)),
+                )
             return
-        results = self.runner([w.call for w in pending], stopping)
-        for w, result in zip(pending, results, strict=True):
-            w.done(result)
+        while self._pending:
+            pending, self._pending = self._pending, []
+            results = self.runner([w.call for w in pending], stopping)
+            for w, result in zip(pending, results, strict=True):
+                w.done(result)
 
 
 class Quiet:

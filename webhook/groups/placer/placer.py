@@ -30,7 +30,7 @@ from webhook.groups.framework.enforce import parse_placement, place_ops, placeme
 from webhook.groups.framework.evictions import Budget, Budgets
 from webhook.groups.framework.points import Cycle, HostApi, Points
 from webhook.groups.framework.refusals import Refusals, Rejected
-from webhook.groups.framework.writes import NotWritten, Placed, Runner, Writes, one_by_one
+from webhook.groups.framework.writes import NotWritten, Placed, Runner, Write, Writes, one_by_one
 from webhook.groups.model.indexes import resolve
 from webhook.groups.model.names import LEVELS, GroupKey, Level
 from webhook.groups.model.records import PodRecord, disagreements, member_key, pod_ref
@@ -221,6 +221,8 @@ class Placer(Inputs):
         self.waiting.pop(key, None)
         self.points.settled(key)
         words = self.points.words(cycle, seats)
+        nominations: list[Callable[[], None]] = []
+        patches: list[Write] = []
         for s in seats:
             rec = by_key[s.member]
             ops = place_ops(rec.body, s.level, s.domain, s.hold, s.rank)
@@ -235,16 +237,36 @@ class Placer(Inputs):
             self.writes.written(self.pods[rec.uid])  # its events until the answer: older
             self.view.promise(rec.uid, s.node, rec.gpus)
             self.points.reserve(self.pods[rec.uid], s.node)  # e.g. its IMEX channel is taken
-            call: Callable[[], object] = partial(self.api.patch_pod, rec.namespace, rec.name, ops)
-            if self.points.nominates(rec):  # its node told first, then its gate lifted
-                call = partial(self._nominated, rec, s.node, call)
-            self.writes.add(call, partial(self._patched, key, was))
+            patches.append(
+                Write(
+                    partial(self.api.patch_pod, rec.namespace, rec.name, ops),
+                    partial(self._patched, key, was),
+                )
+            )
+            if self.points.nominates(rec):
+                nominations.append(partial(self.api.nominate, rec.namespace, rec.name, s.node))
+        self._write(nominations, patches)
 
-    def _nominated(self, rec: PodRecord, node: str, patch: Callable[[], object]) -> object:
-        """On a writer's thread: the member's status.nominatedNodeName, then its patch. In this
-        order, as kube-scheduler must see the nomination before it can schedule the pod."""
-        self.api.nominate(rec.namespace, rec.name, node)
-        return patch()
+    def _write(self, nominations: list[Callable[[], None]], patches: list[Write]) -> None:
+        """A group's writes: its members' nominations (if any) all at once, then, once every one
+        is answered, its patches all at once. Why in two steps: kube-scheduler must see a
+        member's nomination before its gate goes, and a member it sees ungated while a sibling
+        is still gated it tries alone, fails, and (rate limited) writes its status and the
+        PodGroup's for nothing: patches sent together land close together."""
+        if not nominations:
+            for w in patches:
+                self.writes.add(w.call, w.done)
+            return
+        left = [len(nominations)]
+
+        def answered(_: object) -> None:  # a nomination is best effort: any answer will do
+            left[0] -= 1
+            if not left[0]:
+                for w in patches:
+                    self.writes.add(w.call, w.done)
+
+        for nominate in nominations:
+            self.writes.add(nominate, answered)
 
     def _patched(self, key: GroupKey, was: Placed, result: object) -> None:
         """A member's patch answered: told with Events, or undone (`was`: as it was before)."""
