@@ -286,6 +286,7 @@ class Plane:
         admission = {
             k: 1000 * (adm1[k][0] - adm0[k][0]) / max(adm1[k][1] - adm0[k][1], 1) for k in adm0
         }
+        self._unplaced(names, gangs, seen)
         if self.verbose:
             self._failures()
         if profiling is not None:
@@ -350,6 +351,32 @@ class Plane:
             admission,
             requests,
         )
+
+    def _unplaced(
+        self, names: list[str], gangs: list[tuple[int, str]], seen: dict[str, Seen]
+    ) -> None:
+        """Each gang left not all bound: where each member stood when the run ended (its gate,
+        node, nominated node, kube-scheduler's last word), read before the clean up."""
+        left = [
+            n
+            for n, (size, _) in zip(names, gangs, strict=True)
+            if sum(1 for s in seen.values() if s.gang == n and s.bound) < size
+        ]
+        if not left:
+            return
+        pods = self.core.list_namespaced_pod(BENCH_NS).items
+        for name in left:
+            print(f"  not all bound: {name}")
+            for p in sorted(pods, key=lambda p: p.metadata.name):
+                if (p.metadata.labels or {}).get("bench-gang") != name:
+                    continue
+                gates = ",".join(g.name for g in p.spec.scheduling_gates or []) or "-"
+                said = [c for c in p.status.conditions or [] if c.type == "PodScheduled"]
+                word = f"{said[0].reason}: {said[0].message}" if said else "-"
+                print(
+                    f"    {p.metadata.name}: gates {gates} node {p.spec.node_name or '-'} "
+                    f"nominated {p.status.nominated_node_name or '-'} scheduler {word[:160]}"
+                )
 
     def _podgroups(self) -> int:
         try:
