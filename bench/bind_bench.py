@@ -366,17 +366,21 @@ class Plane:
             return
         pods = self.core.list_namespaced_pod(BENCH_NS).items
         for name in left:
-            print(f"  not all bound: {name}")
-            for p in sorted(pods, key=lambda p: p.metadata.name):
+            states: dict[str, int] = {}
+            for p in pods:
                 if (p.metadata.labels or {}).get("bench-gang") != name:
                     continue
                 gates = ",".join(g.name for g in p.spec.scheduling_gates or []) or "-"
                 said = [c for c in p.status.conditions or [] if c.type == "PodScheduled"]
                 word = f"{said[0].reason}: {said[0].message}" if said else "-"
-                print(
-                    f"    {p.metadata.name}: gates {gates} node {p.spec.node_name or '-'} "
-                    f"nominated {p.status.nominated_node_name or '-'} scheduler {word[:160]}"
+                state = (
+                    f"gates {gates}, node {p.spec.node_name or '-'}, nominated "
+                    f"{'yes' if p.status.nominated_node_name else 'no'}, scheduler {word[:140]}"
                 )
+                states[state] = states.get(state, 0) + 1
+            print(f"  not all bound: {name}")
+            for state, count in sorted(states.items()):
+                print(f"    {count} x {state}")
 
     def _podgroups(self) -> int:
         try:
