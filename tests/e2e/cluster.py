@@ -62,7 +62,9 @@ class Flags:
         return out
 
 
-PLAIN = Flags()
+# The controller that type-checks ValidatingAdmissionPolicies into status.typeChecking (tests/e2e/
+# test_denied.py asserts the shipped ones check clean); it only writes policy status.
+PLAIN = Flags(controllers=("validatingadmissionpolicy-status-controller",))
 # PodGroups (scheduling.k8s.io/v1alpha2 on 1.36) served, kube-scheduler's gang scheduling, and the
 # controller that lifts a PodGroup's finalizer scheduling.k8s.io/podgroup-protection once it is
 # deleted and no pod names it (without it, a deleted PodGroup and its namespace stay for good).

@@ -5,6 +5,7 @@ pods/status."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -12,9 +13,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e import pods
+from tests.e2e import install, pods
 from tests.e2e.env import Env
 from tests.e2e.install import NAMESPACE, WEBHOOK_ACCOUNT
+from tests.e2e.waits import wait_until
 from tests.webhook.groups.test_placer_status_policy import KEPT, NOMINATED, POLICY
 
 
@@ -115,3 +117,39 @@ def test_the_status_policy_keeps_every_other_field_of_the_live_pod_schema(
     served = json.loads(cluster_env.cluster.kubectl("get", "--raw", "/openapi/v3/api/v1"))
     status = served["components"]["schemas"]["io.k8s.api.core.v1.PodStatus"]["properties"]
     assert set(status) - {NOMINATED} == set(KEPT)
+
+
+def test_every_shipped_policy_type_checks_on_the_api_server(cluster_env: Env) -> None:
+    """kube-controller-manager's validatingadmissionpolicy-status-controller type-checks each
+    policy against the served schemas and reports what does not check in
+    status.typeChecking.expressionWarnings (an expression mixing types, e.g. an object and `{}` in
+    a ternary, still evaluates, but is reported). The server type-checks only policies matching
+    whole resources: those matching a subresource (gpufabric-placer-pod-status on pods/status) are
+    not checked and report nothing here."""
+    shipped = sorted(
+        d["metadata"]["name"]
+        for d in install.rendered(cluster_env.cluster)
+        if d["kind"] == "ValidatingAdmissionPolicy"
+    )
+    assert shipped, "daemonset/base ships no ValidatingAdmissionPolicy"
+    api = client.AdmissionregistrationV1Api(cluster_env.admin)
+
+    def checked(name: str) -> client.V1ValidatingAdmissionPolicyStatus | None:
+        """The policy's status once the controller has looked at its current generation."""
+        policy: client.V1ValidatingAdmissionPolicy = api.read_validating_admission_policy(name)
+        status = policy.status
+        meta = policy.metadata
+        seen = (
+            status is not None
+            and meta is not None
+            and status.observed_generation == meta.generation
+        )
+        return status if seen else None
+
+    reported = []
+    for name in shipped:
+        status = wait_until(functools.partial(checked, name), 60, f"policy {name} type-checked")
+        typed = status.type_checking
+        warnings = typed.expression_warnings if typed is not None else None
+        reported += [f"{name} {w.field_ref}: {w.warning}" for w in warnings or []]
+    assert not reported, "\n".join(reported)

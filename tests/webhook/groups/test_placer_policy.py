@@ -357,3 +357,40 @@ def test_other_identities_are_not_matched() -> None:
     _label(new)
     assert policy_failures(old, new, user="system:serviceaccount:x:y") == []
     assert policy_failures(old, new) != []
+
+
+_TERM = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+
+
+@pytest.mark.parametrize(
+    ("old_affinity", "new_affinity", "kept"),
+    [
+        (None, None, True),
+        ({"podAffinity": {REQUIRED: [_TERM]}}, {"podAffinity": {REQUIRED: [_TERM]}}, True),
+        (
+            {"podAffinity": {REQUIRED: [_TERM]}},
+            {"podAffinity": {REQUIRED: [{**_TERM, "topologyKey": "zone"}]}},
+            False,
+        ),
+        ({"podAntiAffinity": {REQUIRED: [_TERM]}}, {}, False),
+        (None, {"podAntiAffinity": {REQUIRED: [_TERM]}}, False),
+    ],
+    ids=["both-absent", "same", "changed", "removed", "added"],
+)
+def test_pod_affinity_is_kept_whether_present_or_not(
+    old_affinity: dict[str, Any] | None, new_affinity: dict[str, Any] | None, kept: bool
+) -> None:
+    """Presence is compared first, then the values where both sides have them (the policy's
+    type-checkable form): a (anti-)affinity added, removed or changed is denied."""
+
+    def pod(affinity: dict[str, Any] | None) -> Pod:
+        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+        return {
+            "metadata": {"name": "p"},
+            "spec": spec | ({"affinity": affinity} if affinity is not None else {}),
+        }
+
+    failures = policy_failures(pod(old_affinity), pod(new_affinity))
+    assert failures == (
+        [] if kept else ["the group placer may change only the required node affinity"]
+    )
