@@ -178,24 +178,24 @@ class KubePlacerApi:
                 _preload_content=False,  # not decoded: the watch brings the pod
             )
             let_go(answer)
-        except ApiException as err:
-            if err.status is not None and 400 <= err.status < 500:
-                if not self._nominate_refused:
-                    self._nominate_refused = True
-                    words = status_words(err.status, err.body)
-                    log.warning(
-                        "nominatedNodeName not set; kube-scheduler searches the group's domain"
-                        " itself (said once)",
-                        extra={"pod": f"{namespace}/{name}", "status": err.status, "why": words},
-                    )
-                return
-            log.warning(
-                "nominatedNodeName not set", extra={"pod": f"{namespace}/{name}", "error": str(err)}
-            )
         except Exception as err:  # noqa: BLE001 - a hint lost; the ungating goes on
-            log.warning(
-                "nominatedNodeName not set", extra={"pod": f"{namespace}/{name}", "error": str(err)}
-            )
+            status = err.status if isinstance(err, ApiException) else None
+            if status is None or not 400 <= status < 500:
+                log.warning(
+                    "nominatedNodeName not set",
+                    extra={"pod": f"{namespace}/{name}", "error": str(err)},
+                )
+            elif not self._nominate_refused:
+                self._nominate_refused = True
+                log.warning(
+                    "nominatedNodeName not set; kube-scheduler searches the group's domain"
+                    " itself (said once)",
+                    extra={
+                        "pod": f"{namespace}/{name}",
+                        "status": status,
+                        "why": status_words(status, getattr(err, "body", None)),
+                    },
+                )
 
     def evict_pod(
         self, namespace: str, name: str, dry_run: bool = False, uid: str = ""
