@@ -73,10 +73,10 @@ PARTS = {
     "mutating webhook": "admission/plugin/webhook/mutating",
     "admission policy (CEL)": "plugin/policy/|/cel",
     "authentication": "authentication",
-    "authorization": "withAuthorization",
+    "authorization": "Authorize",  # the authorizers (RBAC, Node); the filter wraps whole requests
     "etcd storage": "storage/etcd3",
     "JSON": "encoding/json|serializer/json|sigs.k8s.io/json|json-iterator|structured-merge-diff",
-    "protobuf": "serializer/protobuf|gogo/protobuf|.Marshal|.Unmarshal",
+    "protobuf": "protobuf|).Marshal|).Unmarshal",  # generated methods; not encoding/json.Marshal
     "TLS": "crypto/",
     "garbage collection": "runtime.gcBgMarkWorker|runtime.gcAssist|runtime.mallocgc",
     "managed fields": "fieldmanager",
