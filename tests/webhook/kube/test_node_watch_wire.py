@@ -194,3 +194,32 @@ def test_the_placer_lists_and_watches_disruption_budgets_of_every_namespace(
     assert (budget.key, budget.allowed) == (("batch", "db"), 0)
     placer.budget_event("DELETED", events[0]["object"])
     assert placer.ext.preempt.budgets.covering("batch", (("app", "db"),)) == ()
+
+
+def test_each_watch_event_is_decoded_once(
+    stub: tuple[Stub, client.ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's Watch, given a return type, decodes an event, encodes its object again and
+    decodes that (issue 38: two thirds of a pod event's CPU in serve); ours decodes it once."""
+    import types
+
+    import kubernetes.watch.watch as client_watch
+
+    calls = {"loads": 0, "dumps": 0}
+
+    def loads(data: Any) -> Any:
+        calls["loads"] += 1
+        return json.loads(data)
+
+    def dumps(obj: Any) -> str:
+        calls["dumps"] += 1
+        return json.dumps(obj)
+
+    counted = types.SimpleNamespace(loads=loads, dumps=dumps, JSONDecodeError=json.JSONDecodeError)
+    monkeypatch.setattr(client_watch, "json", counted)
+    state, api_client = stub
+    state.watch_lines = [line("ADDED", meta(f"n{i}", f"u{i}", str(51 + i))) for i in range(3)]
+    _, watcher = node_list_watch(api_client)
+    events = list(watcher("50"))
+    assert [e["object"]["metadata"]["uid"] for e in events] == ["u0", "u1", "u2"]
+    assert calls == {"loads": 3, "dumps": 0}
