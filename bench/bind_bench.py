@@ -154,6 +154,7 @@ class Plane:
         }
         self.pids["serve"] = made.webhook.process.pid
         self.level_of: dict[str, dict[str, str]] = {}
+        self.restarts: list[str] = []  # runs after which kube-scheduler was restarted
         for n in self.core.list_node().items:
             self.level_of[n.metadata.name] = dict(n.metadata.labels or {})
 
@@ -224,6 +225,7 @@ class Plane:
         if profiling is not None:
             profiling.join()  # before the clean up, whose deletes would count too
         self._clean(native)
+        self._exorcise(tag)
         if self.verbose:
             timeline(names, gangs, seen, t0, made)
         if self.verbose:
@@ -313,6 +315,50 @@ class Plane:
             print(f"  not all bound: {name}")
             for state, count in sorted(states.items()):
                 print(f"    {count} x {state}")
+            self._occupants(name, pods)
+
+    def _occupants(self, name: str, pods: list[Any]) -> None:
+        """Who holds the nodes of the domain the placer gave gang `name`: bound and nominated
+        pods there, by gang (the placer and kube-scheduler disagree on that domain's room)."""
+        mine = [p for p in pods if (p.metadata.labels or {}).get("bench-gang") == name]
+        placed = {(p.metadata.annotations or {}).get("gpufabric.io/placement", "") for p in mine}
+        for where in sorted(placed - {""}):
+            level, _, domain = where.partition("=")
+            nodes = {
+                n for n, lb in self.level_of.items() if lb.get(f"gpufabric.io/{level}") == domain
+            }
+            held: dict[str, list[str]] = {}
+            for p in pods:
+                gang = (p.metadata.labels or {}).get("bench-gang", "?")
+                if p.spec.node_name in nodes:
+                    held.setdefault(f"bound {gang}", []).append(p.spec.node_name[-3:])
+                elif p.status.nominated_node_name in nodes:
+                    held.setdefault(f"nominated {gang}", []).append(
+                        p.status.nominated_node_name[-3:]
+                    )
+            print(
+                f"    {where} ({len(nodes)} nodes) holds: "
+                + (
+                    "; ".join(f"{k} on {','.join(sorted(v))}" for k, v in sorted(held.items()))
+                    or "nothing"
+                )
+            )
+
+    def _exorcise(self, tag: str) -> None:
+        """kube-scheduler restarted where its cache kept pods of this run that are gone (a
+        1.36.2 bug, see realcluster.scheduler_ghosts): their nodes would stay full for it, and
+        a later run's gang placed there would never bind, whichever way placed it."""
+        ghosts = realcluster.scheduler_ghosts(self.cluster)
+        if not ghosts:
+            return
+        print(
+            f"  {tag}: kube-scheduler still holds {len(ghosts)} deleted pod(s) on their nodes "
+            f"(its 'Cache mismatch ... redundantPods'): restarting it so later runs are not "
+            "charged for them",
+            flush=True,
+        )
+        self.restarts.append(tag)
+        self.pids["sched"] = realcluster.restart_scheduler(self.cluster)
 
     def _podgroups(self) -> int:
         try:
@@ -455,6 +501,12 @@ def main() -> None:
                     )
         table(results)
         for p in planes.values():
+            if p.restarts:
+                print(
+                    "kube-scheduler restarted after " + ", ".join(p.restarts) + ": it kept "
+                    "deleted gang members on their nodes (1.36.2: a member deleted during its "
+                    "binding cycle); each later run had a clean scheduler"
+                )
             for tag, top in p.profiles.items():
                 print(f"kube-apiserver CPU, {tag}: {top.total / 1e9:.2f} s; {pprof.by_part(top)}")
                 if args.verbose:

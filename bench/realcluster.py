@@ -9,9 +9,16 @@ logs.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import signal
+import ssl
+import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -117,3 +124,60 @@ def down(made: Installed, logs: Path | None = None) -> None:
             shutil.copy(f, keep / f.name)
     k8s.stop(made.cluster)
     shutil.rmtree(made.workdir, ignore_errors=True)
+
+
+def _redundant(cluster: k8s.Cluster, seconds: float) -> set[str]:
+    log = cluster.state / "sched.log"
+    start = log.stat().st_size
+    os.kill(int((cluster.state / "sched.pid").read_text()), signal.SIGUSR2)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        if "Dump of cached NodeInfo" in text:
+            found = re.search(r"redundantPods=\[([^\]]*)\]", text)
+            return set(re.findall(r'"([^"]+)"', found.group(1))) if found else set()
+        time.sleep(0.1)
+    return set()
+
+
+def scheduler_ghosts(cluster: k8s.Cluster, seconds: float = 5.0) -> list[str]:
+    """Pods kube-scheduler's cache still holds that the API server no longer has: on SIGUSR2
+    it compares its cache with its informer and logs the difference ("Cache mismatch ...
+    redundantPods=[uids]") and then a dump of each node's pods. kube-scheduler 1.36.2 keeps a
+    gang member deleted while its binding cycle waits ("Failed to update the nominated node
+    name in the binding cycle ... not found") on its node for good: its GPUs stay taken."""
+    first = _redundant(cluster, seconds)
+    if not first:
+        return []
+    time.sleep(2.0)  # a pod deleted just now may still be on its way out of the cache
+    return sorted(first & _redundant(cluster, seconds))
+
+
+def restart_scheduler(cluster: k8s.Cluster, seconds: float = 60.0) -> int:
+    """kube-scheduler stopped and started again with the same command line (its log goes on in
+    the same file); returns the new pid once its /readyz answers ok (the plane runs it without
+    leader election, so it schedules as soon as its informers have synced)."""
+    pid_file, log = cluster.state / "sched.pid", cluster.state / "sched.log"
+    old = int(pid_file.read_text())
+    argv = Path(f"/proc/{old}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+    port = next(a.split("=", 1)[1] for a in argv if a.startswith("--secure-port="))
+    os.kill(old, signal.SIGTERM)
+    wait_until(lambda: not Path(f"/proc/{old}").exists(), 30, "kube-scheduler stopped")
+    with log.open("ab") as out:
+        new = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    pid_file.write_text(f"{new.pid}\n")
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its own in-memory cert
+
+    def ready() -> bool:
+        try:
+            url = f"https://127.0.0.1:{port}/readyz"
+            with urllib.request.urlopen(url, timeout=2, context=insecure) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    wait_until(ready, seconds, f"kube-scheduler ready again (see {log})")
+    return new.pid
