@@ -37,6 +37,7 @@ limit (50/s, burst 100) held back, kept with --logs.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -53,9 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pprof
 import realcluster
 from bind_report import Result, Seen, cpu_seconds, metric_sums, request_counts, table, timeline
-from kubernetes import client, watch
+from kubernetes import client
 
 from tests.e2e.pods import gpu_container  # realcluster put the repository on the path
+from webhook.kube.client import let_go, watch_events
 
 HALF = [(2, "leaf")] * 8 + [(4, "leaf")] * 4 + [(8, "leaf")] * 4  # 64 nodes, 16 gangs
 SHAPES = {"full": [*HALF, (16, "leaf-pair"), (16, "leaf-pair"), (32, "leaf-quad")], "half": HALF}
@@ -76,30 +78,33 @@ class Recorder:
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
+        # Plain dicts, each event decoded once (serve's own watch): the client's models cost
+        # ~2 ms of this process's CPU an event, and a way that writes a pod more often would
+        # pay for the bench's watching on the same 2 cores as the plane.
         core = client.CoreV1Api(self.api)
         while not self.stop.is_set():
-            w = watch.Watch()
             try:
-                for ev in w.stream(core.list_namespaced_pod, BENCH_NS, timeout_seconds=30):
-                    self._saw(ev["object"], time.monotonic())
+                version = core.list_namespaced_pod(BENCH_NS, limit=1).metadata.resource_version
+                for ev in watch_events(core.list_namespaced_pod, BENCH_NS, version=version):
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        self._saw(ev["object"], time.monotonic())
                     if self.stop.is_set():
                         break
             except Exception:  # noqa: BLE001 - a dropped watch is started again
                 time.sleep(0.1)
 
-    def _saw(self, pod: Any, now: float) -> None:
-        name = pod.metadata.name
+    def _saw(self, pod: dict[str, Any], now: float) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
         with self.lock:
-            s = self.pods.get(name)
+            s = self.pods.get(meta["name"])
             if s is None:
                 return  # not this run's
-            gates = [g.name for g in pod.spec.scheduling_gates or []]
+            gates = [g.get("name") for g in spec.get("schedulingGates") or []]
             if not s.ungated and GATE not in gates:
                 s.ungated = now
-            ann = pod.metadata.annotations or {}
-            s.placement = ann.get("gpufabric.io/placement", s.placement)
-            if not s.bound and pod.spec.node_name:
-                s.bound, s.node = now, pod.spec.node_name
+            s.placement = (meta.get("annotations") or {}).get("gpufabric.io/placement", s.placement)
+            if not s.bound and spec.get("nodeName"):
+                s.bound, s.node = now, spec["nodeName"]
 
 
 def pod_body(name: str, gang: str, size: int, level: str, native: bool) -> dict[str, Any]:
@@ -153,6 +158,7 @@ class Plane:
             c: int((cluster.state / f"{c}.pid").read_text()) for c in ("api", "etcd", "sched")
         }
         self.pids["serve"] = made.webhook.process.pid
+        self.pids["bench"] = os.getpid()  # its pod watch and creates share the plane's cores
         self.level_of: dict[str, dict[str, str]] = {}
         self.restarts: list[str] = []  # runs after which kube-scheduler was restarted
         for n in self.core.list_node().items:
@@ -186,8 +192,12 @@ class Plane:
             for m in range(size):
                 pod = f"{names[i]}-{m}"
                 asked = time.monotonic()
-                self.core.create_namespaced_pod(
-                    BENCH_NS, pod_body(pod, names[i], size, level, native)
+                let_go(  # the answer not decoded into a model: this process's CPU is the plane's
+                    self.core.create_namespaced_pod(
+                        BENCH_NS,
+                        pod_body(pod, names[i], size, level, native),
+                        _preload_content=False,
+                    )
                 )
                 with self.rec.lock:
                     s = self.rec.pods[pod]
