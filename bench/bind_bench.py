@@ -53,7 +53,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pprof
 import realcluster
-from bind_report import Result, Seen, cpu_seconds, metric_sums, request_counts, table, timeline
+from bind_report import (
+    Result,
+    Seen,
+    cpu_seconds,
+    metric_sums,
+    request_counts,
+    request_seconds,
+    table,
+    timeline,
+)
 from kubernetes import client
 
 from tests.e2e.pods import gpu_container  # realcluster put the repository on the path
@@ -155,7 +164,7 @@ class Plane:
         cluster.kubectl("create", "namespace", BENCH_NS)
         threading.Thread(target=self.rec.run, daemon=True).start()
         self.pids = {
-            c: int((cluster.state / f"{c}.pid").read_text()) for c in ("api", "etcd", "sched")
+            c: int((cluster.state / f"{c}.pid").read_text()) for c in ("api", "etcd", "sched", "cm")
         }
         self.pids["serve"] = made.webhook.process.pid
         self.pids["bench"] = os.getpid()  # its pod watch and creates share the plane's cores
@@ -175,7 +184,7 @@ class Plane:
                 for g, (size, _) in zip(names, gangs, strict=True)
                 for m in range(size)
             }
-        cpu0, (adm0, req0) = self._cpu(), self._admission()
+        cpu0, (adm0, req0, sec0) = self._cpu(), self._admission()
         profiling = None
         if self.pprof:
             profiling = threading.Thread(target=self._profile, args=(tag,), daemon=True)
@@ -223,7 +232,7 @@ class Plane:
             time.sleep(0.05)
         with self.rec.lock:
             seen = dict(self.rec.pods)
-        cpu1, (adm1, req1) = self._cpu(), self._admission()
+        cpu1, (adm1, req1, sec1) = self._cpu(), self._admission()
         requests = {k: v - req0.get(k, 0.0) for k, v in req1.items() if v - req0.get(k, 0.0)}
         cpu = {k: cpu1[k] - cpu0[k] for k in cpu0}
         admission = {
@@ -239,7 +248,13 @@ class Plane:
         if self.verbose:
             timeline(names, gangs, seen, t0, made)
         if self.verbose:
-            print("  API requests:", ", ".join(f"{k} {v:.0f}" for k, v in sorted(requests.items())))
+            took = {k: sec1.get(k, 0.0) - sec0.get(k, 0.0) for k in requests}
+            print(
+                "  API requests (mean ms each as the API server saw it):",
+                ", ".join(
+                    f"{k} {v:.0f} ({1000 * took[k] / v:.0f})" for k, v in sorted(requests.items())
+                ),
+            )
         return self._result(way, shape, gangs, names, seen, t0, cpu, admission, requests)
 
     def _result(
@@ -397,7 +412,9 @@ class Plane:
     def _cpu(self) -> dict[str, float]:
         return {c: cpu_seconds(pid) for c, pid in self.pids.items()}
 
-    def _admission(self) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+    def _admission(
+        self,
+    ) -> tuple[dict[str, tuple[float, float]], dict[str, float], dict[str, float]]:
         """(sum, count) of the pod reviews' seconds: the API server's view of our webhook (the
         call, with its connection and TLS) and serve's own (from the body read to the answer)."""
         method, url, headers, body, _ = self.api.param_serialize(
@@ -410,12 +427,18 @@ class Plane:
                 own = r.read().decode()
         except OSError:
             own = ""
-        return {
-            "api": metric_sums(
-                api, "apiserver_admission_webhook_admission_duration_seconds", 'operation="CREATE"'
-            ),
-            "serve": metric_sums(own, "gpufabric_webhook_admission_duration_seconds"),
-        }, request_counts(api)
+        return (
+            {
+                "api": metric_sums(
+                    api,
+                    "apiserver_admission_webhook_admission_duration_seconds",
+                    'operation="CREATE"',
+                ),
+                "serve": metric_sums(own, "gpufabric_webhook_admission_duration_seconds"),
+            },
+            request_counts(api),
+            request_seconds(api),
+        )
 
     def _failures(self) -> None:
         """kube-scheduler's FailedScheduling Events of the run, counted by message."""

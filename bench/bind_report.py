@@ -62,6 +62,24 @@ def request_counts(text: str) -> dict[str, float]:
     return out
 
 
+def request_seconds(text: str) -> dict[str, float]:
+    """Seconds the API server spent answering (apiserver_request_duration_seconds_sum), by verb,
+    resource and subresource as request_counts keys them: with the counts, the mean time of
+    one request as the server saw it, to set beside what the caller waited."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_duration_seconds_sum{"):
+            continue
+        head, _, value = line.rpartition(" ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', head))
+        if labels.get("verb") == "WATCH":
+            continue
+        sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
+        key = f"{labels.get('verb')} {labels.get('resource')}{sub}"
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
 @dataclass(frozen=True)
 class Result:
     way: str
