@@ -222,6 +222,32 @@ def test_the_podgroup_exists_before_any_member_is_ungated_and_goes_after_the_las
     assert not api.podgroups and api.log[-1] == ("podgroup-deleted", "gpufabric-g")
 
 
+def test_in_the_cluster_the_sweeps_come_at_most_every_tick_not_at_every_pod_event() -> None:
+    """run_placer's Placer ticks its extensions at most every TICK_EVERY seconds: each tick
+    looks at every group they follow, and a burst brings a reconcile for almost every pod event.
+    The PodGroup of a group whose last pod went is deleted at the next tick, not the next event."""
+    from webhook.groups.placer.placer import TICK_EVERY
+
+    api, _ = native_placer()
+    gang = NativeGang(api)
+    gang.book.set_served("v1alpha2")
+    placer = Placer(
+        api, clock=lambda: api.now, extensions=Extensions(gang=gang), tick_every=TICK_EVERY
+    )
+    placer.nodes_listed(fabric(16))
+    placer.pods_listed([])
+    for i in range(2):
+        arrive(api, placer, admitted(member("g", i, 2), native=True))
+    assert api.podgroups
+    for obj in list(api.pods.values()):
+        placer.pod_event("DELETED", obj)
+    placer.reconcile()  # the same moment as the last tick: no sweep yet
+    assert api.podgroups
+    api.now += TICK_EVERY
+    placer.reconcile()
+    assert not api.podgroups and api.log[-1] == ("podgroup-deleted", "gpufabric-g")
+
+
 def test_each_member_of_a_native_gang_is_told_its_node_before_its_gate_goes() -> None:
     """status.nominatedNodeName = the node the placer promised the member, one a member; every
     nomination of the group before its first patch (kube-scheduler must see a member's node

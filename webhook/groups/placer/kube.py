@@ -37,7 +37,7 @@ from webhook.groups.framework.timeouts import TIMEOUT, WRITE_TIMEOUT
 from webhook.groups.framework.writes import Call, NotWritten, Quiet
 from webhook.groups.model.names import PLACER_FIELD_MANAGER
 from webhook.groups.placer.enabled import Extensions
-from webhook.groups.placer.placer import Placer, PlacerMetrics
+from webhook.groups.placer.placer import TICK_EVERY, Placer, PlacerMetrics
 from webhook.groups.placer.slim import slim_node, slim_pod
 from webhook.kube.client import let_go, pages, watch_events
 from webhook.kube.status import status_words
@@ -354,7 +354,7 @@ def run_placer(
         NativeGang(KubeOwnedApi(api_client, PODGROUPS)),  # PodGroups
         PartlyBound(api, metrics if isinstance(metrics, BoundMetrics) else None),
     )
-    placer = Placer(api, metrics=metrics, extensions=ext)
+    placer = Placer(api, metrics=metrics, extensions=ext, tick_every=TICK_EVERY)
     inbox: queue.Queue[Callable[[], None]] = queue.Queue()
     # a reconcile's writes are not waited for: their answers come back through the inbox
     placer.writes.start, placer.writes.post = api.start_all, inbox.put

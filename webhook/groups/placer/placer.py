@@ -14,6 +14,7 @@ each step of a decision and names none of them.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -40,6 +41,12 @@ from webhook.groups.placer.recovery import outcome, seat_again
 from webhook.groups.placer.said import Said
 
 log = logging.getLogger(__name__)
+# In the cluster (run_placer) the extensions' ticks (sweeps of what gone groups owned, the
+# partly-bound watch, lost PodGroups) come at most this often: each looks at every group it
+# follows, and a burst brings a reconcile for almost every pod event (a tenth of serve's CPU in
+# bench/bind_bench.py's half burst). Nothing waits on them: their own bounds are seconds
+# (SCAN_EVERY) to a minute (PARTLY_BOUND_AFTER).
+TICK_EVERY = 0.5
 
 
 class PlacerApi(HostApi, Protocol):
@@ -66,7 +73,10 @@ class Placer(Inputs):
         metrics: PlacerMetrics | None = None,
         extensions: Extensions | None = None,
         runner: Runner = one_by_one,
+        tick_every: float = 0.0,
     ) -> None:
+        """`tick_every`: seconds (of `clock`) at least between the extensions' ticks; 0: one a
+        reconcile."""
         self.api, self.policy, self.clock, self.metrics = api, policy, clock, metrics
         self.writes = Writes(runner)  # a reconcile's patches, made together at its end
         self.refusals = Refusals(api.event, clock, metrics)  # groups whose write was refused
@@ -82,11 +92,14 @@ class Placer(Inputs):
         self.ext = extensions or Extensions()
         self.points = Points(self.ext.ordered())  # each step of a decision runs one
         self.points.attach(self)
+        self.tick_every, self._tick_at = tick_every, -math.inf  # the extensions' next tick
 
     # -- the work ----------------------------------------------------------------------------
     def reconcile(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
-        self.points.tick()  # sweeps of what groups owned, and watches over every group
+        if (now := self.clock()) >= self._tick_at:  # sweeps and watches over every group
+            self.points.tick()
+            self._tick_at = now + self.tick_every
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
