@@ -32,6 +32,9 @@ read by bench/pprof.py without a Go toolchain), printed by what the CPU went to 
 JSON, admission, the watch cache, ...; `-v`: the top functions too), kept in --logs if given.
 `--sched-v 5`: kube-scheduler logs each pod-group cycle and each request its client-side rate
 limit (50/s, burst 100) held back, kept with --logs.
+After each run kube-scheduler is asked (SIGUSR2) for pods its cache holds that the API server no
+longer has, and restarted where it holds any: 1.36.2 keeps a gang member deleted during its binding
+cycle on its node for good, and a later run's gang placed there would never bind (realcluster.py).
 """
 
 from __future__ import annotations
