@@ -95,7 +95,7 @@ class _DictWatch(watch.Watch):
     stream(); resource_version is not tracked, which only stream()'s own retry without
     `timeout_seconds` reads, and every watch here sets it."""
 
-    def unmarshal_event(self, data: str, return_type: Any) -> Any:
+    def unmarshal_event(self, data: str, _return_type: Any) -> Any:
         return super().unmarshal_event(data, None)
 
 
