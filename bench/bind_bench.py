@@ -42,13 +42,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,66 +56,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pprof
 import realcluster
 from bind_report import (
+    BENCH_NS,
+    Recorder,
     Result,
     Seen,
     cpu_seconds,
     metric_sums,
+    print_unplaced,
     request_counts,
     request_seconds,
+    result_of,
     table,
     timeline,
 )
 from kubernetes import client
 
 from tests.e2e.pods import gpu_container  # realcluster put the repository on the path
-from webhook.kube.client import let_go, watch_events
+from webhook.kube.client import let_go
 
 HALF = [(2, "leaf")] * 8 + [(4, "leaf")] * 4 + [(8, "leaf")] * 4  # 64 nodes, 16 gangs
 SHAPES = {"full": [*HALF, (16, "leaf-pair"), (16, "leaf-pair"), (32, "leaf-quad")], "half": HALF}
-GATE = "gpufabric.io/group"
-BENCH_NS = "bench"
 SETTLE = 10.0  # seconds with no new bind before a run that is not all bound ends
 LONGEST = 60.0
 SHORT = {"gpufabric-served": "gs", "gpufabric-unserved": "gu", "native": "nt"}
-
-
-@dataclass
-class Recorder:
-    """A watch of the bench namespace's pods: when each was ungated and bound."""
-
-    api: client.ApiClient
-    pods: dict[str, Seen] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        # Plain dicts, each event decoded once (serve's own watch): the client's models cost
-        # ~2 ms of this process's CPU an event, and a way that writes a pod more often would
-        # pay for the bench's watching on the same 2 cores as the plane.
-        core = client.CoreV1Api(self.api)
-        while not self.stop.is_set():
-            try:
-                version = core.list_namespaced_pod(BENCH_NS, limit=1).metadata.resource_version
-                for ev in watch_events(core.list_namespaced_pod, BENCH_NS, version=version):
-                    if ev["type"] in ("ADDED", "MODIFIED"):
-                        self._saw(ev["object"], time.monotonic())
-                    if self.stop.is_set():
-                        break
-            except Exception:  # noqa: BLE001 - a dropped watch is started again
-                time.sleep(0.1)
-
-    def _saw(self, pod: dict[str, Any], now: float) -> None:
-        meta, spec = pod["metadata"], pod.get("spec") or {}
-        with self.lock:
-            s = self.pods.get(meta["name"])
-            if s is None:
-                return  # not this run's
-            gates = [g.get("name") for g in spec.get("schedulingGates") or []]
-            if not s.ungated and GATE not in gates:
-                s.ungated = now
-            s.placement = (meta.get("annotations") or {}).get("gpufabric.io/placement", s.placement)
-            if not s.bound and spec.get("nodeName"):
-                s.bound, s.node = now, spec["nodeName"]
 
 
 def pod_body(name: str, gang: str, size: int, level: str, native: bool) -> dict[str, Any]:
@@ -258,60 +220,8 @@ class Plane:
                     f"{k} {v:.0f} ({1000 * took[k] / v:.0f})" for k, v in sorted(requests.items())
                 ),
             )
-        return self._result(way, shape, gangs, names, seen, t0, cpu, admission, requests)
-
-    def _result(
-        self,
-        way: str,
-        shape: str,
-        gangs: list[tuple[int, str]],
-        names: list[str],
-        seen: dict[str, Seen],
-        t0: float,
-        cpu: dict[str, float],
-        admission: dict[str, float],
-        requests: dict[str, float],
-    ) -> Result:
-        placed = partly = split = 0
-        ends = []
-        phases: dict[str, list[float]] = {
-            "admission": [],
-            "wait": [],
-            "decide": [],
-            "bind": [],
-            "all": [],
-        }
-        for name, (size, level) in zip(names, gangs, strict=True):
-            members = [s for s in seen.values() if s.gang == name]
-            bound = [s for s in members if s.bound]
-            if len(bound) == size:
-                placed += 1
-                ends.append(max(s.bound for s in bound))
-                domains = {self.level_of[s.node].get(f"gpufabric.io/{level}") for s in bound}
-                split += len(domains) > 1
-            elif bound:
-                partly += 1
-            complete = max(s.created for s in members)
-            for s in members:
-                phases["admission"].append(s.admission)
-                phases["wait"].append(complete - s.created)
-                if s.ungated:
-                    phases["decide"].append(s.ungated - complete)
-                if s.bound:
-                    phases["bind"].append(s.bound - max(s.ungated, complete))
-                    phases["all"].append(s.bound - s.created)
-        return Result(
-            way,
-            shape,
-            len(gangs),
-            placed,
-            partly,
-            split,
-            max(ends) - t0 if ends else float("nan"),
-            {k: statistics.median(v) if v else float("nan") for k, v in phases.items()},
-            cpu,
-            admission,
-            requests,
+        return result_of(
+            self.level_of, way, shape, gangs, names, seen, t0, cpu, admission, requests
         )
 
     def _unplaced(
@@ -326,51 +236,7 @@ class Plane:
         ]
         if not left:
             return
-        pods = self.core.list_namespaced_pod(BENCH_NS).items
-        for name in left:
-            states: dict[str, int] = {}
-            for p in pods:
-                if (p.metadata.labels or {}).get("bench-gang") != name:
-                    continue
-                gates = ",".join(g.name for g in p.spec.scheduling_gates or []) or "-"
-                said = [c for c in p.status.conditions or [] if c.type == "PodScheduled"]
-                word = f"{said[0].reason}: {said[0].message}" if said else "-"
-                state = (
-                    f"gates {gates}, node {p.spec.node_name or '-'}, nominated "
-                    f"{'yes' if p.status.nominated_node_name else 'no'}, scheduler {word[:140]}"
-                )
-                states[state] = states.get(state, 0) + 1
-            print(f"  not all bound: {name}")
-            for state, count in sorted(states.items()):
-                print(f"    {count} x {state}")
-            self._occupants(name, pods)
-
-    def _occupants(self, name: str, pods: list[Any]) -> None:
-        """Who holds the nodes of the domain the placer gave gang `name`: bound and nominated
-        pods there, by gang (the placer and kube-scheduler disagree on that domain's room)."""
-        mine = [p for p in pods if (p.metadata.labels or {}).get("bench-gang") == name]
-        placed = {(p.metadata.annotations or {}).get("gpufabric.io/placement", "") for p in mine}
-        for where in sorted(placed - {""}):
-            level, _, domain = where.partition("=")
-            nodes = {
-                n for n, lb in self.level_of.items() if lb.get(f"gpufabric.io/{level}") == domain
-            }
-            held: dict[str, list[str]] = {}
-            for p in pods:
-                gang = (p.metadata.labels or {}).get("bench-gang", "?")
-                if p.spec.node_name in nodes:
-                    held.setdefault(f"bound {gang}", []).append(p.spec.node_name[-3:])
-                elif p.status.nominated_node_name in nodes:
-                    held.setdefault(f"nominated {gang}", []).append(
-                        p.status.nominated_node_name[-3:]
-                    )
-            print(
-                f"    {where} ({len(nodes)} nodes) holds: "
-                + (
-                    "; ".join(f"{k} on {','.join(sorted(v))}" for k, v in sorted(held.items()))
-                    or "nothing"
-                )
-            )
+        print_unplaced(left, self.core.list_namespaced_pod(BENCH_NS).items, self.level_of)
 
     def _exorcise(self, tag: str) -> None:
         """kube-scheduler restarted where its cache kept pods of this run that are gone (a

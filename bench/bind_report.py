@@ -1,14 +1,22 @@
-"""What bench/bind_bench.py keeps of a run and prints: each member's times, each run's result, the
-API server's and serve's metrics it reads, each gang's timeline and the table of runs against
-kube-scheduler's own gang."""
+"""What bench/bind_bench.py keeps of a run and prints: each member's times (its pod watch), each
+run's result, the API server's and serve's metrics it reads, each gang's timeline, the gangs left
+unbound and the table of runs against kube-scheduler's own gang."""
 
 from __future__ import annotations
 
 import os
 import re
 import statistics
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from webhook.kube.client import watch_events
 
 
 @dataclass
@@ -161,4 +169,154 @@ def table(results: list[Result]) -> None:
             f"wait {p['wait']:.2f} decide {p['decide']:.2f} bind {p['bind']:.2f} "
             f"total {p['all']:.2f}  all bound {r.seconds:.2f}  review ms api {adm['api']:.1f} "
             f"serve {adm['serve']:.1f}  cpu s {cpu}"
+        )
+
+
+GATE = "gpufabric.io/group"
+BENCH_NS = "bench"
+
+
+@dataclass
+class Recorder:
+    """A watch of the bench namespace's pods: when each was ungated and bound."""
+
+    api: client.ApiClient
+    pods: dict[str, Seen] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        # Plain dicts, each event decoded once (serve's own watch): the client's models cost
+        # ~2 ms of this process's CPU an event, and a way that writes a pod more often would
+        # pay for the bench's watching on the same 2 cores as the plane.
+        core = client.CoreV1Api(self.api)
+        while not self.stop.is_set():
+            try:
+                meta = core.list_namespaced_pod(BENCH_NS, limit=1).metadata
+                version = str(meta.resource_version) if meta is not None else ""
+                for ev in watch_events(core.list_namespaced_pod, BENCH_NS, version=version):
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        self._saw(ev["object"], time.monotonic())
+                    if self.stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - a dropped watch is started again
+                time.sleep(0.1)
+
+    def _saw(self, pod: dict[str, Any], now: float) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        with self.lock:
+            s = self.pods.get(meta["name"])
+            if s is None:
+                return  # not this run's
+            gates = [g.get("name") for g in spec.get("schedulingGates") or []]
+            if not s.ungated and GATE not in gates:
+                s.ungated = now
+            s.placement = (meta.get("annotations") or {}).get("gpufabric.io/placement", s.placement)
+            if not s.bound and spec.get("nodeName"):
+                s.bound, s.node = now, spec["nodeName"]
+
+
+def result_of(
+    level_of: Mapping[str, Mapping[str, str]],
+    way: str,
+    shape: str,
+    gangs: list[tuple[int, str]],
+    names: list[str],
+    seen: dict[str, Seen],
+    t0: float,
+    cpu: dict[str, float],
+    admission: dict[str, float],
+    requests: dict[str, float],
+) -> Result:
+    """A run's Result from what the Recorder saw: gangs placed, partly bound and split (bound
+    across domains of their level, by `level_of` each node's labels), time to all bound, and the
+    median of each member's phases."""
+    placed = partly = split = 0
+    ends = []
+    phases: dict[str, list[float]] = {
+        "admission": [],
+        "wait": [],
+        "decide": [],
+        "bind": [],
+        "all": [],
+    }
+    for name, (size, level) in zip(names, gangs, strict=True):
+        members = [s for s in seen.values() if s.gang == name]
+        bound = [s for s in members if s.bound]
+        if len(bound) == size:
+            placed += 1
+            ends.append(max(s.bound for s in bound))
+            domains = {level_of[s.node].get(f"gpufabric.io/{level}") for s in bound}
+            split += len(domains) > 1
+        elif bound:
+            partly += 1
+        complete = max(s.created for s in members)
+        for s in members:
+            phases["admission"].append(s.admission)
+            phases["wait"].append(complete - s.created)
+            if s.ungated:
+                phases["decide"].append(s.ungated - complete)
+            if s.bound:
+                phases["bind"].append(s.bound - max(s.ungated, complete))
+                phases["all"].append(s.bound - s.created)
+    return Result(
+        way,
+        shape,
+        len(gangs),
+        placed,
+        partly,
+        split,
+        max(ends) - t0 if ends else float("nan"),
+        {k: statistics.median(v) if v else float("nan") for k, v in phases.items()},
+        cpu,
+        admission,
+        requests,
+    )
+
+
+def print_unplaced(
+    left: list[str], pods: list[Any], level_of: Mapping[str, Mapping[str, str]]
+) -> None:
+    """Each gang in `left` (not all bound): where each member stood when the run ended (its
+    gate, node, nominated node, kube-scheduler's last word), and who holds its domain."""
+    for name in left:
+        states: dict[str, int] = {}
+        for p in pods:
+            if (p.metadata.labels or {}).get("bench-gang") != name:
+                continue
+            gates = ",".join(g.name for g in p.spec.scheduling_gates or []) or "-"
+            said = [c for c in p.status.conditions or [] if c.type == "PodScheduled"]
+            word = f"{said[0].reason}: {said[0].message}" if said else "-"
+            state = (
+                f"gates {gates}, node {p.spec.node_name or '-'}, nominated "
+                f"{'yes' if p.status.nominated_node_name else 'no'}, scheduler {word[:140]}"
+            )
+            states[state] = states.get(state, 0) + 1
+        print(f"  not all bound: {name}")
+        for state, count in sorted(states.items()):
+            print(f"    {count} x {state}")
+        _occupants(name, pods, level_of)
+
+
+def _occupants(name: str, pods: list[Any], level_of: Mapping[str, Mapping[str, str]]) -> None:
+    """Who holds the nodes of the domain the placer gave gang `name`: bound and nominated
+    pods there, by gang (the placer and kube-scheduler disagree on that domain's room)."""
+    mine = [p for p in pods if (p.metadata.labels or {}).get("bench-gang") == name]
+    placed = {(p.metadata.annotations or {}).get("gpufabric.io/placement", "") for p in mine}
+    for where in sorted(placed - {""}):
+        level, _, domain = where.partition("=")
+        nodes = {n for n, lb in level_of.items() if lb.get(f"gpufabric.io/{level}") == domain}
+        held: dict[str, list[str]] = {}
+        for p in pods:
+            gang = (p.metadata.labels or {}).get("bench-gang", "?")
+            if p.spec.node_name in nodes:
+                held.setdefault(f"bound {gang}", []).append(p.spec.node_name[-3:])
+            elif p.status.nominated_node_name in nodes:
+                held.setdefault(f"nominated {gang}", []).append(p.status.nominated_node_name[-3:])
+        print(
+            f"    {where} ({len(nodes)} nodes) holds: "
+            + (
+                "; ".join(f"{k} on {','.join(sorted(v))}" for k, v in sorted(held.items()))
+                or "nothing"
+            )
         )
