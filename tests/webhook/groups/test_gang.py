@@ -516,11 +516,25 @@ def test_a_bare_pod_is_only_reported_once() -> None:
     assert metrics.gauge == [1]
 
 
-def test_a_gang_nothing_of_which_is_bound_is_not_partly_bound() -> None:
+def test_a_gang_nothing_of_which_is_bound_is_not_partly_bound_but_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """It holds no node: nothing is evicted or told as partly bound, but past the bound the
+    placer's log says once that none bound, with kube-scheduler's word (a kube-scheduler that
+    holds a deleted pod on its nodes leaves such a gang so for good: docs/usage.md)."""
     api, placer, metrics = watched(job=True)
+    unschedulable(api, placer, "g-0")
+    api.now = 59.0
+    placer.reconcile()
+    assert not [r for r in caplog.records if "none of its members bound" in r.getMessage()]
     api.now = 500.0
     placer.reconcile()
+    placer.reconcile()
     assert not [e for e in api.events if e[1] == "GroupPartlyBound"] and metrics.gauge == []
+    (said,) = [r for r in caplog.records if "none of its members bound" in r.getMessage()]
+    assert said.levelname == "WARNING" and said.__dict__["group"] == "burst/g"
+    assert said.__dict__["members"] == 4 and said.__dict__["seconds"] == 500
+    assert "4 Insufficient nvidia.com/gpu" in said.__dict__["scheduler"]
 
 
 def test_a_release_a_budget_refuses_on_its_last_member_evicts_none_until_it_allows() -> None:

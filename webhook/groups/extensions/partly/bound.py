@@ -69,6 +69,7 @@ class PartlyBound:
         self.partly: set[GroupKey] = set()  # partly bound past the bound, at the last tick
         self.told: set[str] = set()  # members reported (and deleted where they come back)
         self.recovering: dict[GroupKey, float] = {}  # groups whose unbound members we evicted
+        self.unbound: set[GroupKey] = set()  # none bound past the bound: logged once
         self._scan_at = 0.0
 
     def attach(self, host: Host) -> None:
@@ -112,10 +113,13 @@ class PartlyBound:
                 partly.add(key)
                 for rec in b.unbound:
                     self._recover(key, b, rec, now - start)
+            elif not b.bound and now - start >= self.after:
+                self._none_bound(key, b, now - start)
         if self.metrics is not None and partly != self.partly:
             self.metrics.partly_bound(len(partly))
         self.partly = partly
         self.told = {u for u in self.told if u in pods}  # the few told, not every pod
+        self.unbound &= self.since.keys()  # said until bound or gone
 
     def _stuck(
         self, key: GroupKey, b: Binding, now: float, waits: bool, budgets: Budgets | None
@@ -165,6 +169,26 @@ class PartlyBound:
             text = released_words(key[1], b, rec, waited)
             self.api.event(pod_ref(rec), "GroupPartlyBound", text, "Warning")
         return True
+
+    def _none_bound(self, key: GroupKey, b: Binding, waited: float) -> None:
+        """A group none of whose ungated members kube-scheduler has bound past the bound: it
+        holds no node, so nothing is released, but it is said once in the log with the
+        scheduler's word. Where that word is "Insufficient" on nodes nothing runs on,
+        kube-scheduler may hold a deleted pod there (docs/usage.md: 1.36.2 keeps a gang member
+        deleted in its binding cycle); otherwise other pods took the group's room."""
+        if key in self.unbound:
+            return
+        self.unbound.add(key)
+        said = next((r.unschedulable for r in b.unbound if r.unschedulable), "")
+        log.warning(
+            "group ungated, none of its members bound",
+            extra={
+                "group": f"{key[0]}/{key[1]}",
+                "members": len(b.unbound),
+                "seconds": round(waited),
+                "scheduler": said or "no PodScheduled message yet",
+            },
+        )
 
     def _recover(self, key: GroupKey, b: Binding, rec: PodRecord, waited: float) -> None:
         if rec.uid in self.told or self.api is None:
