@@ -60,6 +60,7 @@ from bind_report import (
     Recorder,
     Result,
     Seen,
+    api_metrics,
     cpu_seconds,
     metric_sums,
     print_unplaced,
@@ -286,10 +287,7 @@ class Plane:
     ) -> tuple[dict[str, tuple[float, float]], dict[str, float], dict[str, float]]:
         """(sum, count) of the pod reviews' seconds: the API server's view of our webhook (the
         call, with its connection and TLS) and serve's own (from the body read to the answer)."""
-        method, url, headers, body, _ = self.api.param_serialize(
-            "GET", "/metrics", auth_settings=["BearerToken"]
-        )
-        api = self.api.call_api(method, url, headers, body).read().decode()
+        api = api_metrics(self.api)
         port = self.webhook.metrics_port
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:

@@ -54,11 +54,12 @@ def metric_sums(text: str, name: str, match: str = "") -> tuple[float, float]:
     return total, count
 
 
-def request_counts(text: str) -> dict[str, float]:
-    """apiserver_request_total by verb, resource and subresource (watches left out)."""
+def _by_request(text: str, series: str) -> dict[str, float]:
+    """A kube-apiserver series summed by verb, resource and subresource ("PATCH pods/status"),
+    watches left out."""
     out: dict[str, float] = {}
     for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
+        if not line.startswith(f"{series}{{"):
             continue
         head, _, value = line.rpartition(" ")
         labels = dict(re.findall(r'(\w+)="([^"]*)"', head))
@@ -68,24 +69,27 @@ def request_counts(text: str) -> dict[str, float]:
         key = f"{labels.get('verb')} {labels.get('resource')}{sub}"
         out[key] = out.get(key, 0.0) + float(value)
     return out
+
+
+def api_metrics(api: client.ApiClient) -> str:
+    """kube-apiserver's /metrics, as the client `api` (its token) may read them."""
+    method, url, headers, body, _ = api.param_serialize(
+        "GET", "/metrics", auth_settings=["BearerToken"]
+    )
+    answer: Any = api.call_api(method, url, headers, body)
+    return str(answer.read().decode())
+
+
+def request_counts(text: str) -> dict[str, float]:
+    """apiserver_request_total by verb, resource and subresource (watches left out)."""
+    return _by_request(text, "apiserver_request_total")
 
 
 def request_seconds(text: str) -> dict[str, float]:
-    """Seconds the API server spent answering (apiserver_request_duration_seconds_sum), by verb,
-    resource and subresource as request_counts keys them: with the counts, the mean time of
-    one request as the server saw it, to set beside what the caller waited."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith("apiserver_request_duration_seconds_sum{"):
-            continue
-        head, _, value = line.rpartition(" ")
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', head))
-        if labels.get("verb") == "WATCH":
-            continue
-        sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
-        key = f"{labels.get('verb')} {labels.get('resource')}{sub}"
-        out[key] = out.get(key, 0.0) + float(value)
-    return out
+    """Seconds the API server spent answering (apiserver_request_duration_seconds_sum), keyed as
+    request_counts: with the counts, the mean time of one request as the server saw it, to set
+    beside what the caller waited."""
+    return _by_request(text, "apiserver_request_duration_seconds_sum")
 
 
 @dataclass(frozen=True)

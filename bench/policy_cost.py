@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import realcluster
-from bind_report import request_counts, request_seconds
+from bind_report import api_metrics, request_counts, request_seconds
 from kubernetes import client
 
 from tests.e2e.install import NAMESPACE  # realcluster put the repository on the path
@@ -45,11 +45,7 @@ UNGATE: list[dict[str, Any]] = [
 
 
 def _metrics(admin: client.ApiClient) -> tuple[dict[str, float], dict[str, float]]:
-    method, url, headers, body, _ = admin.param_serialize(
-        "GET", "/metrics", auth_settings=["BearerToken"]
-    )
-    answer: Any = admin.call_api(method, url, headers, body)
-    text = str(answer.read().decode())
+    text = api_metrics(admin)
     return request_counts(text), request_seconds(text)
 
 
