@@ -16,6 +16,8 @@ from functools import partial
 from typing import Any, Generic, Protocol
 
 from webhook.groups.framework.owned import Book, R, adoption, verdict, waiting_words
+from webhook.groups.framework.points import Ready
+from webhook.groups.framework.writes import NotWritten
 from webhook.groups.model.names import GroupKey
 from webhook.groups.model.pods import Owner
 
@@ -62,7 +64,11 @@ class Lifecycle(Generic[R]):
         self.book, self.api, self.counted, self.kind = book, api, counted, book.kind
         if api is None:
             book.unserved()  # no API: nothing is served (tests of plain groups)
-        self._asked: set[tuple[str, str]] = set()  # made early, not answered yet
+        # asked for (early, or by `making`), not answered yet: who waits for each answer
+        self._asked: dict[tuple[str, str], list[Callable[[object], None]]] = {}
+        # answered as not the group's (or not at all): `own` makes the next tries, and says why,
+        # until it has the group's (kept while the group lives)
+        self._by_own: dict[tuple[str, str], GroupKey] = {}
         self._word = self.kind.kind.lower()  # in logs: podgroup, computedomain
 
     def blocked(
@@ -128,29 +134,102 @@ class Lifecycle(Generic[R]):
             patched = self.api.patch_owned(key[0], name, self.book.version, patch)
             self.book.event("MODIFIED", patched)
             have = self.book.read(patched) or have
+        self._by_own.pop((key[0], name), None)  # the group's now: made in the background again
         return have
 
     def early(
-        self, namespace: str, name: str, body: Callable[[], Mapping[str, Any]], add: AddWrite
+        self, key: GroupKey, name: str, body: Callable[[], Mapping[str, Any]], add: AddWrite
     ) -> None:
         """Asked for with the reconcile's other writes (`add`: Writes.add) before the group is
         whole, so that `own` finds it made (made there, its round trip would stand between the
         last member and the ungating; issue 38). Once until answered; a failure is only logged:
         `own` makes it then."""
-        where = (namespace, name)
+        where = (key[0], name)
         if self.api is None or self.book.served is not True:
             return
-        if where in self._asked or where in self.book.by_name:
+        if where in self._asked or where in self.book.by_name or where in self._by_own:
             return
-        self._asked.add(where)
-        add(partial(self.api.create_owned, namespace, body()), partial(self._made, where))
+        self._asked[where] = []
+        add(partial(self.api.create_owned, key[0], body()), partial(self._made, key, where))
 
-    def _made(self, where: tuple[str, str], result: object) -> None:
-        self._asked.discard(where)
+    def making(
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        body: Callable[[], Mapping[str, Any]],
+        add: AddWrite,
+        fit: Callable[[R], Mapping[str, Any] | str] = no_change,
+    ) -> Ready | None:
+        """The group's object where there is none yet, made without waiting for it: asked for
+        with the reconcile's writes (or already asked, early), and the answer a `Ready` that
+        says when it is made and the group's. Why: a create made here on the placer's one thread
+        held every other group's decision for its round trip (30-50 ms each on a busy API
+        server, bench/bind_bench.py), and one asked early and still on its way was asked again
+        (409). None where the book has one already (`own` keeps or adopts it)."""
+        where = (key[0], name)
+        if self.api is None or where in self.book.by_name:
+            return None
+        if where in self._by_own:  # not asked again and again in the background
+            return None
+        if where not in self._asked:
+            self._asked[where] = []
+            add(partial(self.api.create_owned, key[0], body()), partial(self._made, key, where))
+
+        def ready(tell: Callable[[Exception | None], None]) -> None:
+            waiting = self._asked.get(where)
+            if waiting is None:  # answered already (cannot happen on the one thread): judged now
+                tell(self._judged(key, name, owner, fit, None))
+                return
+            waiting.append(lambda result: tell(self._judged(key, name, owner, fit, result)))
+
+        return ready
+
+    def _judged(
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        fit: Callable[[R], Mapping[str, Any] | str],
+        result: object,
+    ) -> Exception | None:
+        """A create's answer for a group that waits for it: None where the object is now the
+        group's as it needs it (kept), else why not (and `own` makes the next try)."""
+        why = self._why_not(key, name, owner, fit, result)
+        if why is not None:
+            self._by_own[(key[0], name)] = key
+        return why
+
+    def _why_not(
+        self,
+        key: GroupKey,
+        name: str,
+        owner: Owner | None,
+        fit: Callable[[R], Mapping[str, Any] | str],
+        result: object,
+    ) -> Exception | None:
+        if isinstance(result, Exception):
+            return result
+        have = self.book.by_name.get((key[0], name))
+        v = verdict(None if have is None else have.found, key[1], owner)
+        if have is None or v != "keep":  # a 409 answered with another's, or one to adopt
+            why = waiting_words("foreign" if have is None else v, self.kind.kind, name, key[0])
+            return NotWritten(why)
+        spec = fit(have)
+        if spec:  # to change or to wait for: `own` does it, the group decided again
+            return NotWritten(spec if isinstance(spec, str) else f"{self.kind.kind} {name} to fit")
+        return None
+
+    def _made(self, key: GroupKey, where: tuple[str, str], result: object) -> None:
+        waiting = self._asked.pop(where, [])
         if isinstance(result, Mapping):
             self.book.event("ADDED", result)  # the kind's read keeps it or not
+            if self.book.read(result) is None:  # a 409 answered with one not ours
+                self._by_own[where] = key
         elif isinstance(result, Exception):
             log.warning("%s not made early", self._word, extra={"object": where, "error": result})
+        for tell in waiting:
+            tell(result)
 
     def again(self, key: GroupKey, name: str, own: Callable[[], object]) -> None:
         """Made again where it is lost (deleted by hand, or by the garbage collector) while the
@@ -174,6 +253,7 @@ class Lifecycle(Generic[R]):
         group uses it (`in_use` False: the members' controller was made again) is let go, and
         made anew once gone. `groups`: the live groups, from a pod list that answered. Returns
         those whose group is gone (until the watch says they are)."""
+        self._by_own = {w: k for w, k in self._by_own.items() if k in groups}
         if not self.book.served:
             return []
         gone, deleted = [], 0

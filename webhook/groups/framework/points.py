@@ -13,9 +13,10 @@ The points, as a group's decision meets them:
 - one group's decision (a `Cycle`): Incomplete (members missing), Adjust (the request: a wait
   answer stops), Hide (what the group may not take, hidden from the view while it is decided,
   shown again after), NothingFits (it waits: words to add), Permit (checks that can make it
-  wait, no side effect), PreBind (before ungating: objects the group needs are made; a wait
-  answer stops), Reserve (each member's seat, counted before its patch is answered; Unreserve
-  when the patch is refused), Words (for the GroupPlaced Event), Settled (placed or gone).
+  wait, no side effect), PreBind (before ungating: objects the group needs are made, or asked
+  for and the patches wait for them; a wait answer stops), Reserve (each member's seat, counted
+  before its patch is answered; Unreserve when the patch is refused), Words (for the GroupPlaced
+  Event), Settled (placed or gone).
 At a point that answers (Adjust, Permit, PreBind) the first extension that says "wait" wins and
 the rest are not asked, as a Filter or Permit status does. Every check that can make a group
 wait runs at Permit, before the first PreBind side effect; what PreBind made stays the group's
@@ -38,6 +39,10 @@ from webhook.groups.model.records import PodRecord
 
 Undo = Callable[[], None]
 Put = Callable[[Callable[[], None]], None]
+# What a PreBind may answer for an object on its way: called with a callback, it calls that on
+# the placer's thread once the object is made (None) or is not (why, as an Exception); the
+# group's patches go only after every one said None, and are answered with that Exception else
+Ready = Callable[[Callable[[Exception | None], None]], None]
 
 
 class HostApi(Protocol):
@@ -187,8 +192,9 @@ class Permit(Protocol):
 
 @runtime_checkable
 class PreBind(Protocol):
-    def prebind(self, cycle: Cycle) -> str:
-        """Before the gates are lifted: what the group needs is made; why it waits, or ''."""
+    def prebind(self, cycle: Cycle) -> str | Ready:
+        """Before the gates are lifted: what the group needs is made; why it waits, or '', or
+        a Ready for what is being made (the nominations go on meanwhile, the patches wait)."""
 
 
 @runtime_checkable
@@ -301,8 +307,18 @@ class Points:
     def permit(self, cycle: Cycle) -> str:
         return next((why for e in self._permit if (why := e.permit(cycle))), "")
 
-    def prebind(self, cycle: Cycle) -> str:
-        return next((why for e in self._prebind if (why := e.prebind(cycle))), "")
+    def prebind(self, cycle: Cycle) -> str | tuple[Ready, ...]:
+        """Why the group waits (the first extension that says so), else what it waits for
+        before its patches go (none: they go at once)."""
+        pending: list[Ready] = []
+        for e in self._prebind:
+            answer = e.prebind(cycle)
+            if isinstance(answer, str):
+                if answer:
+                    return answer
+            else:
+                pending.append(answer)
+        return tuple(pending)
 
     def reserve(self, rec: PodRecord, node: str) -> None:
         for e in self._reserve:

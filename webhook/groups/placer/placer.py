@@ -29,7 +29,7 @@ from webhook.groups.decision.priority import OrderKey, differ, order_key
 from webhook.groups.decision.seating import Seat, seat_new, seat_words
 from webhook.groups.framework.enforce import parse_placement, place_ops, placement_value
 from webhook.groups.framework.evictions import Budget, Budgets
-from webhook.groups.framework.points import Cycle, HostApi, Points
+from webhook.groups.framework.points import Cycle, HostApi, Points, Ready
 from webhook.groups.framework.refusals import Refusals, Rejected
 from webhook.groups.framework.writes import NotWritten, Placed, Runner, Write, Writes, one_by_one
 from webhook.groups.model.indexes import resolve
@@ -194,10 +194,10 @@ class Placer(Inputs):
             self.metrics.decided(level or "none", outcome(decided, within), took)
         # every check that can make it wait, then what it needs made (a ComputeDomain, ...)
         why = self.points.permit(cycle) or self.points.prebind(cycle)
-        if why:
+        if isinstance(why, str) and why:
             self._wait(key, gated, f"group {spec.name}: {why}", "GroupWaiting")
             return
-        self._apply(cycle, decided, recovery=bool(recorded))
+        self._apply(cycle, decided, recorded=bool(recorded), made=() if why == "" else why)
 
     def order_key(self, key: GroupKey) -> OrderKey:
         """The order groups are tried in (DESIGN "Priority"; decision/priority.py)."""
@@ -228,7 +228,11 @@ class Placer(Inputs):
             return seat_new(self.view, decision, req.members, fixed, unranked)
         return seat_again(self.view, req, recs, fixed, size, unranked, self.policy)
 
-    def _apply(self, cycle: Cycle, seats: tuple[Seat, ...], recovery: bool) -> None:
+    def _apply(
+        self, cycle: Cycle, seats: tuple[Seat, ...], recorded: bool, made: tuple[Ready, ...]
+    ) -> None:
+        """Seat the members and write it (`made`: what PreBind is still making; `recorded`:
+        replacements in a placed group's domain)."""
         key = cycle.key
         by_key = {member_key(r): r for r in cycle.gated}
         self.waiting.pop(key, None)
@@ -243,7 +247,7 @@ class Placer(Inputs):
                 continue
             value = placement_value(s.level, s.domain)
             text = f"group {key[1]} placed in {value}, {seat_words(s, seats)}{words}"
-            was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recovery)
+            was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recorded)
             # counted as placed now, so the next group is decided around it; written with the
             # reconcile's other writes (writes.py), and undone if the API server refuses it
             self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
@@ -258,23 +262,47 @@ class Placer(Inputs):
             )
             if self.points.nominates(rec):
                 nominations.append(partial(self.api.nominate, rec.namespace, rec.name, s.node))
-        self._write(nominations, patches)
+        self._write(nominations, patches, made)
 
-    def _write(self, nominations: list[Callable[[], None]], patches: list[Write]) -> None:
-        """A group's writes: its members' nominations (if any) all at once, then, once every one
-        is answered, its patches all at once. Why in two steps: kube-scheduler must see a
+    def _write(
+        self, nominations: list[Callable[[], None]], patches: list[Write], made: tuple[Ready, ...]
+    ) -> None:
+        """A group's writes: once what PreBind is making (`made`) is made, its members'
+        nominations (if any) all at once, then, once every one is answered, its patches all at
+        once. Why in steps: the PodGroup exists before any gate goes (DESIGN), and no member
+        holds a nomination for a group that may still wait for it; kube-scheduler must see a
         member's nomination before its gate goes, and a member it sees ungated while a sibling
         is still gated it tries alone, fails, and (rate limited) writes its status and the
-        PodGroup's for nothing: patches sent together land close together."""
+        PodGroup's for nothing: patches sent together land close together. Where something was
+        not made, no write goes: each patch is answered with why (undone, the group decided
+        again; a refusal told as a refused patch's)."""
+        if made:
+            left = [len(made)]
+            why_not: list[Exception | None] = [None]
+
+            def ready(why: Exception | None) -> None:
+                why_not[0] = why_not[0] or why
+                left[0] -= 1
+                if left[0]:
+                    return
+                if (why := why_not[0]) is None:
+                    self._write(nominations, patches, ())
+                else:
+                    for w in patches:
+                        w.done(why)
+
+            for wait in made:
+                wait(ready)
+            return
         if not nominations:
             for w in patches:
                 self.writes.add(w.call, w.done)
             return
-        left = [len(nominations)]
+        count = [len(nominations)]
 
         def answered(_: object) -> None:  # a nomination is best effort: any answer will do
-            left[0] -= 1
-            if not left[0]:
+            count[0] -= 1
+            if not count[0]:
                 for w in patches:
                     self.writes.add(w.call, w.done)
 

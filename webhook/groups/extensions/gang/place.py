@@ -24,10 +24,10 @@ from typing import Any
 from webhook.groups.extensions.gang.names import MUTABLE_MIN_COUNT, PODGROUPS, podgroup_name
 from webhook.groups.extensions.gang.podgroups import Book, Made, gang_spec, pod_group, too_large
 from webhook.groups.framework.binding import binding
-from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
+from webhook.groups.framework.lifecycle import AddWrite, Lifecycle, OwnedApi
 from webhook.groups.framework.owned import shared_owner
 from webhook.groups.framework.ownedkube import owned_watch
-from webhook.groups.framework.points import Cycle, Feeds, Host, Watch
+from webhook.groups.framework.points import Cycle, Feeds, Host, Ready, Watch
 from webhook.groups.model.names import GroupKey
 from webhook.groups.model.records import PodRecord
 
@@ -68,26 +68,35 @@ class NativeGang:
         want = max(1, cycle.size - sum(1 for r in recs if r.pod_group != name))
         owner = shared_owner(r.owner for r in recs)
         body = partial(pod_group, key[0], name, key[1], want, owner, self.book.version)
-        self.podgroups.early(key[0], name, body, cycle.writes.add)
+        self.podgroups.early(key, name, body, cycle.writes.add)
 
     def permit(self, cycle: Cycle) -> str:
         """Why the group must wait for its PodGroup, as far as the book tells without a write."""
-        return self._own(cycle.key, cycle.size, cycle.recs, make=False) or ""
+        why = self._own(cycle.key, cycle.size, cycle.recs, make=False)
+        return why if isinstance(why, str) else ""
 
-    def prebind(self, cycle: Cycle) -> str:
-        """Why the group must wait, or '' once its PodGroup (where it has one) exists."""
-        why = self._own(cycle.key, cycle.size, cycle.recs)
+    def prebind(self, cycle: Cycle) -> str | Ready:
+        """Why the group must wait, or '' once its PodGroup (where it has one) exists, or a
+        Ready where it is being made (the patches wait for its answer, not the placer)."""
+        why = self._own(cycle.key, cycle.size, cycle.recs, add=cycle.writes.add)
         name = podgroup_name(cycle.key[1])
-        if why is None and any(r.pod_group == name for r in cycle.recs):
+        if not isinstance(why, str) and any(r.pod_group == name for r in cycle.recs):
             self.ungated.add(cycle.key)  # its PodGroup made again if lost, until all bound
         return why or ""
 
     def _own(
-        self, key: GroupKey, size: int, recs: Sequence[PodRecord], make: bool = True
-    ) -> str | None:
+        self,
+        key: GroupKey,
+        size: int,
+        recs: Sequence[PodRecord],
+        make: bool = True,
+        add: AddWrite | None = None,
+    ) -> str | Ready | None:
         """Make, keep or adopt the PodGroup the members name (a v1beta1 gang larger than they
         can make shrunk to them); why the group waits, if it does. `recs`: its live members.
-        `make` False: only the checks, no write (a create's own answer is not known then)."""
+        `make` False: only the checks, no write (a create's own answer is not known then).
+        `add` (the reconcile's writes): one not made yet is asked for there, and a Ready
+        answered, not made on the placer's thread."""
         name = podgroup_name(key[1])
         if name is None or not any(r.pod_group == name for r in recs):
             return None
@@ -114,6 +123,8 @@ class NativeGang:
         if not make:
             return self.podgroups.blocked(key, name, owner, fit=fit) or None
         body = partial(pod_group, key[0], name, key[1], want, owner, version)
+        if add is not None and (ready := self.podgroups.making(key, name, owner, body, add, fit)):
+            return ready
         got = self.podgroups.own(key, name, owner, body, fit=fit)
         return got if isinstance(got, str) else None
 
