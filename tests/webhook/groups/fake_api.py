@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -287,12 +288,13 @@ def status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 
 def setup(
-    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None
+    nodes: list[dict[str, Any]], busy: dict[str, int] | None = None, clocked: bool = False
 ) -> tuple[FakeApi, Placer]:
     """A placer on these nodes, fed by a fake API server; `busy` GPUs of each node already run
-    other pods."""
+    other pods; `clocked`: its clock is `api.now` (the test moves it), else the real one."""
     api = FakeApi()
-    placer = Placer(api, extensions=Extensions(Preemption(api)))
+    clock = (lambda: api.now) if clocked else time.monotonic
+    placer = Placer(api, clock=clock, extensions=Extensions(Preemption(api)))
     placer.nodes_listed(nodes)
     placer.pods_listed(
         [

@@ -12,6 +12,7 @@ from tests.webhook.groups.fabric import fabric, gpu_pod, node
 from tests.webhook.groups.fake_api import FakeApi, gated_update_problems, setup
 from webhook.groups.model.names import GATE
 from webhook.groups.placer.placer import Placer
+from webhook.groups.placer.said import INCOMPLETE_AFTER
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -99,19 +100,37 @@ def test_own_affinity_terms_each_get_the_domain_appended() -> None:
 
 
 def test_member_deleted_before_placement_holds_the_group() -> None:
-    api, placer = setup(fabric(8))
+    api, placer = setup(fabric(8), clocked=True)
     for i in range(3):
         arrive(api, placer, member(i, size=4))
     gone = api.pods.pop(("team-a", "llama-02"))
     placer.pod_event("DELETED", gone)
     placer.reconcile()
     arrive(api, placer, member(3, size=4))
-    assert api.patches == []
-    # One Event says so (later counts within EVENT_EVERY seconds are not repeated).
-    assert api.events == [("llama-00", "GroupIncomplete", "waiting for members: 1 of 4 exist")]
+    assert api.patches == [] and api.events == []  # told only once it has waited a while
     assert placer.waiting[("team-a", "llama")] == "waiting for members: 3 of 4 exist"
+    api.now += INCOMPLETE_AFTER
+    placer.reconcile()
+    api.now += INCOMPLETE_AFTER
+    placer.reconcile()
+    # One Event, in the words of then, on the members there are (not repeated while so)
+    want = "waiting for members: 3 of 4 exist"
+    assert api.events == [(f"llama-0{i}", "GroupIncomplete", want) for i in (0, 1, 3)]
     arrive(api, placer, member(2, size=4, uid="uid-recreated"))
     assert sorted(n for n, _ in api.patches) == ["llama-00", "llama-01", "llama-02", "llama-03"]
+
+
+def test_a_group_whose_members_all_come_within_the_moment_is_told_nothing_of_the_wait() -> None:
+    # A burst's groups each wait for their members a moment; an Event each would be a write
+    # beside the burst's on a busy API server, read by no one once the group is placed
+    api, placer = setup(fabric(8), clocked=True)
+    for i in range(4):
+        arrive(api, placer, member(i, size=4))
+        api.now += INCOMPLETE_AFTER / 5
+    assert len(api.patches) == 4
+    api.now += 2 * INCOMPLETE_AFTER
+    placer.reconcile()
+    assert [e for e in api.events if e[1] == "GroupIncomplete"] == []
 
 
 def test_group_that_cannot_fit_stays_gated_with_an_explanation() -> None:

@@ -100,6 +100,7 @@ class Placer(Inputs):
         if (now := self.clock()) >= self._tick_at:  # sweeps and watches over every group
             self.points.tick()
             self._tick_at = now + self.tick_every
+        self.said.due()  # groups still waiting for members a while: told now
         todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
         for i, key in enumerate(todo):
             if stopping():
@@ -129,6 +130,7 @@ class Placer(Inputs):
         if not gated:
             self.waiting.pop(key, None)
             self.points.settled(key)
+            self.said.settled(key)
             return
         spec = gated[0].group
         assert spec is not None  # noqa: S101 - gated implies grouped
@@ -143,7 +145,7 @@ class Placer(Inputs):
         if not problems and not recorded and len(gated) < spec.size:
             self.points.incomplete(cycle)  # e.g. its PodGroup asked for, off the path
             text = f"waiting for members: {len(gated)} of {spec.size} exist"
-            self._wait(key, gated, text, "GroupIncomplete")
+            self._wait(key, gated, text, "GroupIncomplete", later=True)
             return
         indexed = resolve(
             spec.size,
@@ -237,6 +239,7 @@ class Placer(Inputs):
         by_key = {member_key(r): r for r in cycle.gated}
         self.waiting.pop(key, None)
         self.points.settled(key)
+        self.said.settled(key)
         words = self.points.words(cycle, seats)
         nominations: list[Callable[[], None]] = []
         patches: list[Write] = []
@@ -341,8 +344,16 @@ class Placer(Inputs):
             self.refusals.failed(key)
 
     def _wait(
-        self, key: GroupKey, gated: list[PodRecord], message: str, reason: str, kind: str = "Normal"
+        self,
+        key: GroupKey,
+        gated: list[PodRecord],
+        message: str,
+        reason: str,
+        kind: str = "Normal",
+        later: bool = False,
     ) -> None:
-        """Record why the group waits; tell its pods when that changed (said.py)."""
+        """Record why the group waits; tell its pods when that changed (said.py; `later`: only
+        if it still waits so a moment later)."""
         self.waiting[key] = message
-        self.said.tell(key, [pod_ref(r) for r in gated], reason, message, kind)
+        tell = self.said.tell_later if later else self.said.tell
+        tell(key, [pod_ref(r) for r in gated], reason, message, kind)
