@@ -84,6 +84,7 @@ class Placer(Inputs):
         self.budgets = Budgets()  # the cluster's PodDisruptionBudgets: evictions count them
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
+        self.gated_groups: dict[GroupKey, set[str]] = {}
         self.dirty: set[GroupKey] = set()
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
         self.said = Said(api.event, clock)  # the waiting Events
@@ -253,7 +254,7 @@ class Placer(Inputs):
             was = Placed(rec, self.view.promised.get(rec.uid), text, s.moved, recorded)
             # counted as placed now, so the next group is decided around it; written with the
             # reconcile's other writes (writes.py), and undone if the API server refuses it
-            self.pods[rec.uid] = replace(rec, gated=False, placement=value, rank=s.rank)
+            self.set_pod(replace(rec, gated=False, placement=value, rank=s.rank))
             self.writes.written(self.pods[rec.uid])  # its events until the answer: older
             self.view.promise(rec.uid, s.node, rec.gpus)
             self.points.reserve(self.pods[rec.uid], s.node)  # e.g. its IMEX channel is taken
@@ -327,7 +328,7 @@ class Placer(Inputs):
             return
         self.writes.forget(rec.uid)
         if rec.uid in self.pods:
-            self.pods[rec.uid] = rec  # still gated: decided again
+            self.set_pod(rec)  # still gated: decided again
         if was.promised is not None:  # its room as it was (a seat written before)
             self.view.promise(rec.uid, *was.promised)
         else:
