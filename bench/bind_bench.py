@@ -243,7 +243,13 @@ class Plane:
         """kube-scheduler restarted where its cache kept pods of this run that are gone (a
         1.36.2 bug, see realcluster.scheduler_ghosts): their nodes would stay full for it, and
         a later run's gang placed there would never bind, whichever way placed it."""
-        ghosts = realcluster.scheduler_ghosts(self.cluster)
+        try:
+            ghosts = realcluster.scheduler_ghosts(self.cluster)
+        except (OSError, ValueError) as err:  # its pid file or log unreadable, or it is gone
+            print(
+                f"  {tag}: kube-scheduler's cache could not be asked ({err}); goes on", flush=True
+            )
+            return
         if not ghosts:
             return
         print(
