@@ -41,7 +41,8 @@ Undo = Callable[[], None]
 Put = Callable[[Callable[[], None]], None]
 # What a PreBind may answer for an object on its way: called with a callback, it calls that on
 # the placer's thread once the object is made (None) or is not (why, as an Exception); the
-# group's patches go only after every one said None, and are answered with that Exception else
+# group's writes (nominations, then patches) go only after every one said None, and its patches
+# are answered with that Exception else
 Ready = Callable[[Callable[[Exception | None], None]], None]
 
 
@@ -194,7 +195,7 @@ class Permit(Protocol):
 class PreBind(Protocol):
     def prebind(self, cycle: Cycle) -> str | Ready:
         """Before the gates are lifted: what the group needs is made; why it waits, or '', or
-        a Ready for what is being made (the nominations go on meanwhile, the patches wait)."""
+        a Ready for what is being made (the group's writes wait for it, not the placer)."""
 
 
 @runtime_checkable

@@ -188,7 +188,7 @@ class Inputs:
 
     def retry_all(self) -> None:
         """Every group with a gated member is decided again. From the index: a pass over every
-        group at each bind was ~15 ms at 8,192 groups of 8 (docs/benchmarks.md)."""
+        group at each bind was 23 ms at 8,192 groups of 8 (docs/benchmarks.md "Fifth pass")."""
         self.dirty.update(self.gated_groups)
 
     def _gated(self, uid: str) -> bool:

@@ -77,7 +77,8 @@ class NativeGang:
 
     def prebind(self, cycle: Cycle) -> str | Ready:
         """Why the group must wait, or '' once its PodGroup (where it has one) exists, or a
-        Ready where it is being made (the patches wait for its answer, not the placer)."""
+        Ready where it is being made (the group's writes wait for its answer, not the
+        placer)."""
         why = self._own(cycle.key, cycle.size, cycle.recs, add=cycle.writes.add)
         name = podgroup_name(cycle.key[1])
         if not isinstance(why, str) and any(r.pod_group == name for r in cycle.recs):
