@@ -141,8 +141,8 @@ def test_one_by_one_answers_each_call_and_skips_all_once_stopping() -> None:
     assert all(isinstance(r, NotWritten) for r in one_by_one([lambda: 1], lambda: True))
 
 
-def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
-    api = GangApi()
+def gang_placer(api: GangApi) -> Placer:
+    """A placer where PodGroups are served, on 16 nodes in leaves of 4."""
     gang = NativeGang(api)
     gang.book.set_served(True)
     placer = Placer(
@@ -150,6 +150,12 @@ def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
     )
     placer.nodes_listed(fabric(16))
     placer.pods_listed([])
+    return placer
+
+
+def test_the_podgroup_is_made_as_the_first_member_arrives_and_once() -> None:
+    api = GangApi()
+    placer = gang_placer(api)
     placer.pod_event("ADDED", api.create(admitted(member("g", 0, 4), native=True)))
     placer.reconcile()
     assert api.log == [("podgroup", "gpufabric-g")] and api.patches == []
@@ -308,13 +314,7 @@ class CountedGangApi(GangApi):
 
 
 def held_gang(api: CountedGangApi) -> tuple[Placer, Held]:
-    gang = NativeGang(api)
-    gang.book.set_served(True)
-    placer = Placer(
-        api, clock=lambda: api.now, extensions=Extensions(gang=gang, partly=PartlyBound(api))
-    )
-    placer.nodes_listed(fabric(16))
-    placer.pods_listed([])
+    placer = gang_placer(api)
     held = Held()
     placer.writes.start, placer.writes.post = held, held.inbox.append
     return placer, held

@@ -194,31 +194,20 @@ class Lifecycle(Generic[R]):
         result: object,
     ) -> Exception | None:
         """A create's answer for a group that waits for it: None where the object is now the
-        group's as it needs it (kept), else why not (and `own` makes the next try)."""
-        why = self._why_not(key, name, owner, fit, result)
+        group's as it needs it (kept), else why not (and `own` makes the next tries)."""
+        why = result if isinstance(result, Exception) else None
+        if why is None:
+            have = self.book.by_name.get((key[0], name))
+            v = verdict(None if have is None else have.found, key[1], owner)
+            if have is None or v != "keep":  # a 409 answered with another's, or one to adopt
+                v = "foreign" if have is None else v
+                why = NotWritten(waiting_words(v, self.kind.kind, name, key[0]))
+            elif spec := fit(have):  # to change or to wait for: `own` does it
+                words = spec if isinstance(spec, str) else f"{self.kind.kind} {name} to fit"
+                why = NotWritten(words)
         if why is not None:
             self._by_own[(key[0], name)] = key
         return why
-
-    def _why_not(
-        self,
-        key: GroupKey,
-        name: str,
-        owner: Owner | None,
-        fit: Callable[[R], Mapping[str, Any] | str],
-        result: object,
-    ) -> Exception | None:
-        if isinstance(result, Exception):
-            return result
-        have = self.book.by_name.get((key[0], name))
-        v = verdict(None if have is None else have.found, key[1], owner)
-        if have is None or v != "keep":  # a 409 answered with another's, or one to adopt
-            why = waiting_words("foreign" if have is None else v, self.kind.kind, name, key[0])
-            return NotWritten(why)
-        spec = fit(have)
-        if spec:  # to change or to wait for: `own` does it, the group decided again
-            return NotWritten(spec if isinstance(spec, str) else f"{self.kind.kind} {name} to fit")
-        return None
 
     def _made(self, key: GroupKey, where: tuple[str, str], result: object) -> None:
         waiting = self._asked.pop(where, [])
