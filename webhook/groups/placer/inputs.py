@@ -190,7 +190,3 @@ class Inputs:
         """Every group with a gated member is decided again. From the index: a pass over every
         group at each bind was 23 ms at 8,192 groups of 8 (docs/benchmarks.md "Fifth pass")."""
         self.dirty.update(self.gated_groups)
-
-    def _gated(self, uid: str) -> bool:
-        rec = self.pods.get(uid)
-        return rec is not None and rec.gated and rec.member

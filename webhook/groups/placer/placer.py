@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from webhook.groups.decision.capacity import CapacityView
 from webhook.groups.decision.choose import decide
@@ -113,7 +113,7 @@ class Placer(Inputs):
             try:
                 self._place(key)
             except Rejected as err:  # told once, said while it waits, tried again later
-                gated = [pod_ref(self.pods[u]) for u in self.groups.get(key, ()) if self._gated(u)]
+                gated = self._gated_refs(key)
                 self.waiting[key] = self.refusals.refused(key, err, gated)
                 self.dirty.add(key)
             except Exception:
@@ -200,7 +200,8 @@ class Placer(Inputs):
         if isinstance(why, str) and why:
             self._wait(key, gated, f"group {spec.name}: {why}", "GroupWaiting")
             return
-        self._apply(cycle, decided, recorded=bool(recorded), made=() if why == "" else why)
+        made = why if isinstance(why, tuple) else ()  # what PreBind is still making
+        self._apply(cycle, decided, recorded=bool(recorded), made=made)
 
     def order_key(self, key: GroupKey) -> OrderKey:
         """The order groups are tried in (DESIGN "Priority"; decision/priority.py)."""
@@ -337,12 +338,16 @@ class Placer(Inputs):
         self.dirty.add(key)
         if isinstance(result, Rejected):  # told once, said while it waits, tried again later
             if self.refusals.due(key):  # the batch's first refusal of the group is the one told
-                gated = [pod_ref(self.pods[u]) for u in self.groups.get(key, ()) if self._gated(u)]
+                gated = self._gated_refs(key)
                 self.waiting[key] = self.refusals.refused(key, result, gated)
         elif not isinstance(result, NotWritten) and self.refusals.due(key):  # once a batch
             extra = {"group": f"{key[0]}/{key[1]}", "pod": rec.name, "error": str(result)}
             log.error("group placement failed", extra=extra)
             self.refusals.failed(key)
+
+    def _gated_refs(self, key: GroupKey) -> list[dict[str, Any]]:
+        """The group's gated members, as an Event names them (from the index, inputs.py)."""
+        return [pod_ref(self.pods[u]) for u in self.gated_groups.get(key, ())]
 
     def _wait(
         self,

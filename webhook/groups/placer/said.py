@@ -58,7 +58,8 @@ class Said:
     def due(self) -> None:
         """What `tell_later` held back and is due now, told (at each reconcile)."""
         now = self.clock()
-        for key, later in list(self._later.items()):
+        while self._later:  # the first is the next due: no pass over the rest
+            key, later = next(iter(self._later.items()))
             if later.at > now:
                 return
             del self._later[key]
