@@ -65,6 +65,8 @@ class CapacityView:
         self.generation = 0  # bumps whenever a node changes in a way placement reads
         # node -> labels it is about to carry that its object does not show yet (overlay)
         self._overlay: dict[str, dict[str, str]] = {}
+        # node -> its free GPUs at mark(), for each node whose free GPUs moved since (None: no mark)
+        self._marked: dict[str, int] | None = None
 
     # -- nodes -------------------------------------------------------------------------------
     def put_node(self, obj: Mapping[str, Any]) -> None:
@@ -197,6 +199,8 @@ class CapacityView:
         was, now = self._with_free.get(node, 0), self.free(node)
         if was == now:
             return
+        if self._marked is not None:
+            self._marked.setdefault(node, was)
         if now > 0:
             self._with_free[node] = now
         else:
@@ -281,6 +285,16 @@ class CapacityView:
         promise = self.promised.pop(uid, None)
         if uid not in self.nominated:
             self._sub(promise)
+
+    def mark(self) -> None:
+        """Note from now on whose free GPUs move (`freed` answers once)."""
+        self._marked = {}
+
+    def freed(self) -> bool:
+        """Whether a node has more free GPUs than at `mark`: room a waiting group may take. A pod
+        bound where its room was kept frees nothing (its promise becomes its binding)."""
+        marked, self._marked = self._marked or {}, None
+        return any(self._with_free.get(n, 0) > was for n, was in marked.items())
 
     # -- reads -------------------------------------------------------------------------------
     def free(self, name: str) -> int:

@@ -119,37 +119,50 @@ class Inputs:
         self.retry_all()
 
     def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """A pod's change. The waiting groups are decided again only where it frees room (a bind
+        where its room was kept, a burst's usual event, frees none) or a node now reads
+        differently to a selector (an IMEX channel let go); the pod's own group always."""
+        generation = self.view.generation
+        self.view.mark()
         if kind == "DELETED":
-            uid = str((obj.get("metadata") or {}).get("uid", ""))
-            rec = self.drop_pod(uid)
-            self.view.delete_pod(uid)
-            self.points.gone(uid)
-            self.writes.forget(uid)
-            if rec is not None and rec.group is not None:
-                key = (rec.namespace, rec.group.name)
-                self.groups.get(key, set()).discard(uid)
-                if not self.groups.get(key):
-                    self.groups.pop(key, None)
-                    self.waiting.pop(key, None)
-                    self.points.settled(key)
-                    self.refusals.cleared(key)
-                    self.said.forget(key)
-            self.retry_all()  # freed GPUs may let a waiting group in
-            return
+            key, everyone = self._gone(str((obj.get("metadata") or {}).get("uid", "")))
+        else:
+            key, everyone = self._changed(obj)
+        if self.view.freed() or self.view.generation != generation or everyone:
+            self.retry_all()
+        elif key is not None:
+            self.dirty.add(key)
+
+    def _gone(self, uid: str) -> tuple[GroupKey | None, bool]:
+        """A pod deleted: its group, and whether that group is gone with it (what it held for
+        itself, such as a domain freed by preemption, is let go: everyone tries again)."""
+        rec = self.drop_pod(uid)
+        self.view.delete_pod(uid)
+        self.points.gone(uid)
+        self.writes.forget(uid)
+        if rec is None or rec.group is None:
+            return None, False
+        key = (rec.namespace, rec.group.name)
+        self.groups.get(key, set()).discard(uid)
+        if self.groups.get(key):
+            return key, False
+        self.groups.pop(key, None)
+        self.waiting.pop(key, None)
+        self.points.settled(key)
+        self.refusals.cleared(key)
+        self.said.forget(key)
+        return None, True
+
+    def _changed(self, obj: Mapping[str, Any]) -> tuple[GroupKey | None, bool]:
+        """A pod added or changed: its group, and whether every waiting group should be decided
+        again whatever the room (a pod that left a budget may let a waiting group preempt)."""
         before = self.pods.get(str((obj.get("metadata") or {}).get("uid", "")))
         rec = self._put(obj, self.pods)
         if not rec.gated and rec.uid not in self.view.promised:  # ungated, not bound: its room
             repromise(self.view, [rec], self.points.fits, self.points.reserve)  # (answer lost)
-        if before is None and rec.gated and rec.group is not None and not rec.holds:
-            self.dirty.add((rec.namespace, rec.group.name))  # a new member changes no room
-        elif before is None or (before.holds, before.node) != (rec.holds, rec.node):
-            self.retry_all()
-        elif before.nominated != rec.nominated:
-            self.retry_all()  # kube-scheduler keeps room on another node now, or on none
-        elif before.labels != rec.labels and self.budgets.by_namespace:
-            self.retry_all()  # a pod that left a budget may let a waiting group preempt
-        elif rec.group is not None:
-            self.dirty.add((rec.namespace, rec.group.name))
+        relabelled = before is not None and before.labels != rec.labels
+        key = (rec.namespace, rec.group.name) if rec.group is not None else None
+        return key, relabelled and bool(self.budgets.by_namespace)
 
     def _put(self, obj: Mapping[str, Any], known: Mapping[str, PodRecord]) -> PodRecord:
         rec = self.writes.as_seen(pod_record(obj, self.clock()))

@@ -102,7 +102,11 @@ class Placer(Inputs):
             self.points.tick()
             self._tick_at = now + self.tick_every
         self.said.due()  # groups still waiting for members a while: told now
-        todo, self.dirty = sorted(self.dirty, key=self.order_key), set()
+        # groups with no gated member only settle: first, and not ordered (the order reads
+        # every member of a group, and a placed group's binds bring it here one by one)
+        settled = [k for k in self.dirty if k not in self.gated_groups]
+        ordered = sorted((k for k in self.dirty if k in self.gated_groups), key=self.order_key)
+        todo, self.dirty = settled + ordered, set()
         for i, key in enumerate(todo):
             if stopping():
                 self.dirty.update(todo[i:])
@@ -123,16 +127,16 @@ class Placer(Inputs):
         self.writes.flush(stopping)
 
     def _place(self, key: GroupKey) -> None:
+        if key not in self.gated_groups:  # from the index: not a pass over a placed group's
+            self.waiting.pop(key, None)  # members at each of their binds
+            self.points.settled(key)
+            self.said.settled(key)
+            return
         recs = sorted(
             (self.pods[u] for u in self.groups.get(key, ()) if self.pods[u].member),
             key=lambda r: r.name,
         )
         gated = [r for r in recs if r.gated]
-        if not gated:
-            self.waiting.pop(key, None)
-            self.points.settled(key)
-            self.said.settled(key)
-            return
         spec = gated[0].group
         assert spec is not None  # noqa: S101 - gated implies grouped
         recorded = Counter(r.placement for r in recs if not r.gated and r.placement)
