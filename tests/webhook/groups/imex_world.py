@@ -7,7 +7,7 @@ them (annotations, the injected claim, the Job as controller)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema
@@ -76,6 +76,8 @@ class FakeDomains:
         # is created, unless `lag` (then `controller()` makes the ones missing)
         self.templates: Templates | None = None
         self.lag = False
+        # what the template watch does as a template comes: the placer's retry_all
+        self.changed: Callable[[], None] = lambda: None
 
     def create_owned(self, namespace: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """As KubeOwnedApi on the driver from v0.4.0: numNodes left out (the CRD does not
@@ -113,6 +115,8 @@ class FakeDomains:
             rct = {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
             self.templates.event("ADDED", rct)
             made.append(rct)
+        if made:
+            self.changed()
         return made
 
     def delete_owned(self, namespace: str, name: str, uid: str, version: str) -> None:
@@ -186,6 +190,7 @@ def imex_setup(
     imex.templates.listed([])
     domains.templates = imex.templates
     placer = Placer(api, extensions=Extensions(Preemption(api), imex))
+    domains.changed = placer.retry_all
     placer.nodes_listed(nodes)
     placer.pods_listed(
         [
@@ -226,4 +231,14 @@ def member(
 def arrive(api: FakeApi, placer: Placer, pods: list[dict[str, Any]]) -> None:
     for pod in pods:
         placer.pod_event("ADDED", api.create(pod))
+    settle(placer)
+
+
+def settle(placer: Placer) -> None:
+    """A reconcile, and one more for each watch event its writes bring back that tries the
+    groups again (the ComputeDomain asked for, its template made by NVIDIA's controller)."""
     placer.reconcile()
+    for _ in range(3):
+        if not placer.dirty:
+            return
+        placer.reconcile()

@@ -10,7 +10,7 @@ from typing import Any
 from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fabric import gpu_pod
 from tests.webhook.groups.fake_api import FakeApi
-from tests.webhook.groups.imex_world import imex_setup, member
+from tests.webhook.groups.imex_world import imex_setup, member, settle
 from webhook.groups.decision.capacity import CapacityView
 from webhook.groups.extensions.imex.channels import Channels
 from webhook.groups.extensions.imex.names import CLAIM, FINALIZER, NODE_LABEL
@@ -28,10 +28,11 @@ def members(group: str, size: int, gpus: int = 1, **kw: Any) -> list[dict[str, A
 
 
 def create(api: FakeApi, placer: Placer, pods: list[dict[str, Any]]) -> None:
-    """Pods created in one request burst: all arrive before the placer decides once."""
+    """Pods created in one request burst: all arrive before the placer decides once (and
+    again as their ComputeDomain's template comes)."""
     for pod in pods:
         placer.pod_event("ADDED", api.create(pod))
-    placer.reconcile()
+    settle(placer)
 
 
 def nodes_of(placer: Placer, group: str) -> set[str]:
@@ -150,7 +151,11 @@ def test_a_group_is_ungated_only_once_the_controller_made_its_template() -> None
     assert ("team-a", "moe") in domains.objects and api.patches == []
     said = placer.waiting[("team-a", "moe")]
     assert "waiting for NVIDIA's ComputeDomain controller to make ResourceClaimTemplate " in said
-    assert "moe-imex-channel for ComputeDomain moe" in said
+    assert "ComputeDomain moe asked for" in said and "moe-imex-channel for it" in said
+    placer.retry_all()  # decided again before the template comes (the ComputeDomain's event)
+    placer.reconcile()
+    said = placer.waiting[("team-a", "moe")]
+    assert "moe-imex-channel for ComputeDomain moe" in said and api.patches == []
     assert nodes_of(placer, "moe") == set()  # nothing promised while it waits
     domains.controller()  # the template's watch event
     placer.retry_all()
@@ -216,5 +221,5 @@ def test_a_finished_or_deleted_member_frees_its_trays_channel() -> None:
             placer.pod_event("MODIFIED", pod)
         if name == "a-1":
             placer.pod_event("DELETED", api.pods.pop(("team-a", name)))
-    placer.reconcile()
+    settle(placer)
     assert len(nodes_of(placer, "b")) == 2

@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.nvl72 import domain, racks_under_leaves, tray_name
 from tests.webhook.groups.fake_api import FakeApi
-from tests.webhook.groups.imex_world import JOB, FakeDomains, arrive, imex_setup, member
+from tests.webhook.groups.imex_world import JOB, FakeDomains, arrive, imex_setup, member, settle
 from webhook.groups.extensions.imex.domains import compute_domain
 from webhook.groups.extensions.imex.names import FINALIZER
 from webhook.groups.placer.placer import Placer
@@ -111,7 +111,7 @@ def test_one_being_deleted_is_held_while_members_run_and_let_go_for_the_next_job
     rct = {"metadata": {"namespace": "team-a", "name": "moe-imex-channel"}}
     placer.ext.imex.templates.event("DELETED", rct)
     placer.retry_all()
-    placer.reconcile()
+    settle(placer)
     again = domains.objects[KEY]
     assert again["metadata"]["ownerReferences"] == references(AGAIN)
     assert verbs(domains)[-1] == "create"

@@ -212,11 +212,15 @@ class Lifecycle(Generic[R]):
     def _made(self, key: GroupKey, where: tuple[str, str], result: object) -> None:
         waiting = self._asked.pop(where, [])
         if isinstance(result, Mapping):
+            known = where in self.book.by_name
             self.book.event("ADDED", result)  # the kind's read keeps it or not
             if self.book.read(result) is None:  # a 409 answered with one not ours
                 self._by_own[where] = key
-        elif isinstance(result, Exception):
+            elif not known and self.counted is not None:
+                self.counted(1, 0)
+        elif isinstance(result, Exception):  # `own` makes the next tries: a refusal is told
             log.warning("%s not made early", self._word, extra={"object": where, "error": result})
+            self._by_own[where] = key
         for tell in waiting:
             tell(result)
 

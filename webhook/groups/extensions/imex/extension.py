@@ -60,8 +60,11 @@ class ImexChannels(Imex):
     def permit(self, cycle: Cycle) -> str:
         return self.judge(cycle.key, cycle.recs)
 
+    def incomplete(self, cycle: Cycle) -> None:
+        self.early(cycle.key, cycle.recs, cycle.size, cycle.writes.add)
+
     def prebind(self, cycle: Cycle) -> str:
-        return self.made(cycle.key, cycle.recs)
+        return self.made(cycle.key, cycle.recs, cycle.writes.add)
 
     def reserve(self, rec: PodRecord, node: str) -> None:
         self.track(rec, node)  # its channel is taken

@@ -39,7 +39,7 @@ from webhook.groups.extensions.imex.names import (
 )
 from webhook.groups.extensions.imex.nodes import excluding
 from webhook.groups.extensions.imex.templates import Templates
-from webhook.groups.framework.lifecycle import Lifecycle, OwnedApi
+from webhook.groups.framework.lifecycle import AddWrite, Lifecycle, OwnedApi
 from webhook.groups.framework.owned import shared_owner
 from webhook.groups.model.names import NVLINK_LEVEL, GroupKey, choice
 from webhook.groups.model.pods import Owner
@@ -142,14 +142,38 @@ class Imex:
             return ""
         return self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need))
 
-    def made(self, key: GroupKey, recs: Sequence[PodRecord]) -> str:
+    def early(self, key: GroupKey, recs: Sequence[PodRecord], size: int, add: AddWrite) -> None:
+        """As a group's first members arrive: its ComputeDomain asked for with the reconcile's
+        other writes, so that NVIDIA's controller makes the channel template while the rest
+        arrive (the group is ungated only once it exists). A failure is only logged: `made`
+        makes it then, where a refusal reaches the group."""
+        need = self.need(key, recs)
+        if need is None or need.user or self.book.served is not True:
+            return
+        if self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need)):
+            return
+        body = partial(compute_domain, key[0], key[1], _owner(recs), size)
+        self.domains.early(key, need.name, body, add)
+
+    def made(self, key: GroupKey, recs: Sequence[PodRecord], add: AddWrite | None = None) -> str:
         """The group's ComputeDomain exists and NVIDIA's controller has made its channel template
         before the gate is lifted: '' when both are there, else why the group waits (raises
-        when the ComputeDomain is not made). `judge` said it may have it."""
+        when the ComputeDomain is not made). `judge` said it may have it. `add` (the reconcile's
+        writes): one not made yet is asked for there, not made on the placer's thread (the
+        group waits for its template anyway)."""
         need = self.needs.get(key)
         if need is None:
             return ""
         have = self.book.by_name.get((key[0], need.name))
+        if not need.user and have is None and add is not None:
+            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
+            body = partial(compute_domain, key[0], key[1], _owner(recs), size)
+            if self.domains.making(key, need.name, _owner(recs), body, add) is not None:
+                return (
+                    f"compute-domain {need.mode}: ComputeDomain {need.name} asked for; waiting "
+                    f"for NVIDIA's ComputeDomain controller to make ResourceClaimTemplate "
+                    f"{need.template} for it (members are ungated once it exists)"
+                )
         if not need.user:
             got = self._own(key, need, recs)
             if isinstance(got, str):
