@@ -71,6 +71,7 @@ class FakeDomains:
         self.log: list[tuple[str, str, int]] = []  # (verb, name, patches so far)
         self.serial = 0
         self.refuse_delete = False  # the API server fails the delete (HTTP 500)
+        self.refuse_create = 0  # the API server refuses creates with this code (e.g. RBAC's 403)
         self.nodes: dict[str, int] = {}  # the node count each create was given
         # NVIDIA's controller: makes a ComputeDomain's channel template into `templates` as it
         # is created, unless `lag` (then `controller()` makes the ones missing)
@@ -83,6 +84,10 @@ class FakeDomains:
         """As KubeOwnedApi on the driver from v0.4.0: numNodes left out (the CRD does not
         require it), refused (422) where the CRD would refuse it; one of the name there already
         (409) read back."""
+        if self.refuse_create:
+            what = f"create of ComputeDomain {namespace}/{body['metadata']['name']}"
+            self.log.append(("refused", body["metadata"]["name"], len(self.pods.patches)))
+            raise Rejected("computedomains/create", what, self.refuse_create, "forbidden")
         nodes = body["spec"]["numNodes"]
         body = {**body, "spec": {k: v for k, v in body["spec"].items() if k != "numNodes"}}
         wrong = problems(body)

@@ -131,3 +131,19 @@ def test_explain_counts_the_channels_bound_members_hold_before_the_driver_labels
     assert lines[3] == "  NVLink domains that hold it one member a node now: 0 of 1"
     lines = group_section(member(0, 10), nodes, bound)  # the 10 trays left hold 10
     assert lines[3] == f"  NVLink domains that hold it one member a node now: 1 of 1 ({domain(0)})"
+
+
+def test_a_refused_create_made_with_the_writes_is_told_to_the_group_and_not_asked_again() -> None:
+    api, domains, placer = imex_setup(racks_under_leaves(2))
+    domains.refuse_create = 403
+    arrive(api, placer, [member(i, 2) for i in range(2)])
+    assert verbs(domains) == ["refused"] and api.patches == []  # asked with the writes: logged
+    placer.retry_all()  # the next try (the periodic retry): made on the group's own path
+    placer.reconcile()
+    assert verbs(domains) == ["refused", "refused"]
+    told = [text for _, why, text in api.events if why == "GroupWriteRefused"]
+    assert told and "create of ComputeDomain team-a/moe (HTTP 403)" in told[0]
+    for _ in range(3):  # waits out its backoff: not asked again meanwhile
+        placer.retry_all()
+        placer.reconcile()
+    assert verbs(domains) == ["refused", "refused"] and api.patches == []
