@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 
-from tests.webhook.groups.fabric import fabric
+from tests.webhook.groups.fabric import fabric, node
 from webhook.groups.decision.capacity import CapacityView
 from webhook.groups.decision.decision import Member
 from webhook.groups.extensions.preempt.index import Running, RunningIndex
-from webhook.groups.extensions.preempt.victims import choose
+from webhook.groups.extensions.preempt.victims import choose, closest
+from webhook.groups.model.names import LEVELS
 from webhook.groups.model.selector import selector_of
 
 ANY = selector_of({})
@@ -117,3 +118,28 @@ def test_one_member_a_node_frees_one_slot_on_each_of_as_many_nodes() -> None:
     assert len(plan.victims) == 4
     plain = choose(view, index, members(4, gpus=1), "leaf", 1000).plan
     assert plain is not None and {v.node for v in plain.victims} == {"node-0000"}
+
+
+def test_the_closest_domain_counts_free_gpus_on_the_nodes_some_member_may_use() -> None:
+    """From the view's tally of those nodes (kept as pods come and go), as the pass over every
+    node with a free GPU it replaced found it, whichever nodes the members' selectors admit."""
+    rng = random.Random(7)
+    view = CapacityView()
+    view.replace_nodes(
+        fabric(16, extra={"zone": "a"}) + [node(i, extra={"zone": "b"}) for i in range(16, 32)]
+    )
+    for k in range(40):  # zone b busy, zone a free: the nodes admitted decide the answer
+        view.put_pod(f"p{k}", f"node-{rng.randrange(16, 32):04d}", rng.choice((1, 2, 4)), True)
+    zone_b = selector_of({"nodeSelector": {"zone": "b"}})
+    for chosen in ((Member("m0", 8, zone_b),), (Member("m0", 8, zone_b), Member("m1", 8, ANY))):
+        ok = set().union(*(view.admitted(m.selector) for m in chosen))
+        for i, level in enumerate(LEVELS):
+            by_pass: dict[str, int] = {}
+            for n, f in view.with_free().items():
+                if n in ok and (d := view.where(n)[i]) is not None:
+                    by_pass[d] = by_pass.get(d, 0) + f
+            order = view.order(level)
+            best = min(by_pass, key=lambda d: (-by_pass[d], order.get(d, 0)), default=None)
+            assert closest(view, chosen, level) == best
+    zone_b_leaves = {f"leaf-{i}" for i in range(4, 8)}  # nodes 16-31 in leaves of 4
+    assert closest(view, (Member("m0", 8, zone_b),), "leaf") in zone_b_leaves

@@ -10,7 +10,7 @@ cost no later one can beat instead of evaluating every domain.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.groups.decision.capacity import CapacityView
@@ -231,15 +231,11 @@ def choose(
     return Choice(best, tuple(refused))
 
 
-def _free(view: CapacityView, fit: _Fit, level: Level) -> dict[str, int]:
-    """Free GPUs per domain of the level, on nodes some member may use."""
-    shapes, i = tuple(fit.shapes.values()), LEVELS.index(level)
-    free: dict[str, int] = {}
-    for n, f in view.with_free().items():
-        d = view.where(n)[i] if any(n in ok for ok in shapes) else None
-        if d is not None:
-            free[d] = free.get(d, 0) + f
-    return free
+def _free(view: CapacityView, fit: _Fit, level: Level) -> Mapping[str, int]:
+    """Free GPUs per domain of the level, on nodes some member may use: the view's tally of
+    those nodes, kept as pods come and go (a pass over every node with a free GPU was 36 ms a
+    waiting group at 65,536 nodes, at every event that frees room). Read-only."""
+    return view.tally(m.selector for m in fit.members).sums[LEVELS.index(level)]
 
 
 def _bound(ladder: Ladder, short: int, priority: int) -> tuple[int, int, int] | None:
