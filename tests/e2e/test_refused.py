@@ -95,6 +95,16 @@ def refused_metric(env: Env) -> float:
     )
 
 
+def placer_free_gpus(env: Env, level: str) -> float | None:
+    """The placer's gauge of free GPUs on the nodes labelled with the level (None: not set yet)."""
+    url = f"http://127.0.0.1:{env.webhook.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        text = answer.read().decode()
+    prefix = f'gpufabric_group_free_gpus{{level="{level}"}} '
+    found = [float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix)]
+    return found[0] if found else None
+
+
 def test_a_refused_placement_evicts_nothing_and_says_why(
     cluster_env: Env, fleet: Fleet, ns: str, refusing: str
 ) -> None:
@@ -107,6 +117,9 @@ def test_a_refused_placement_evicts_nothing_and_says_why(
         body["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     pods.create(core, ns, low)
     pods.wait_bound(core, ns, len(low), selector="e2e/role=low")
+    # the placer's own view full too (its Pod watch has seen them bound): else it tries a real
+    # placement first, refused as well, and waits out that refusal's backoff before the dry run
+    wait_until(lambda: placer_free_gpus(cluster_env, "leaf") == 0, 60, "the placer's view full")
     metric_before = refused_metric(cluster_env)
     started = time.monotonic()
     pods.create(
@@ -117,8 +130,6 @@ def test_a_refused_placement_evicts_nothing_and_says_why(
             for i in range(2)
         ),
     )
-    # A placer whose Pod watch has not yet seen the low pods bound tries a real placement first
-    # (refused too, nothing to evict); the plan's dry run follows once it sees the cluster full.
     told = wait_until(
         lambda: [e for e in pods.events(core, ns, "GroupWriteRefused") if "(dry run)" in e],
         60,
