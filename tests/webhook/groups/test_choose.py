@@ -9,6 +9,7 @@ from tests.webhook.groups.fabric import fabric, node
 from webhook.groups.decision.capacity import CapacityView
 from webhook.groups.decision.choose import candidates, decide
 from webhook.groups.decision.decision import Member, Placed, Request, Waiting
+from webhook.groups.decision.fit import GroupFit
 from webhook.groups.model.names import LEVELS, level_key
 from webhook.groups.model.selector import selector_of
 
@@ -209,3 +210,26 @@ def test_properties_of_every_decision(case: tuple[CapacityView, list[Request]]) 
             v.promise(f"{req.name}/{a.member}", a.node, by_key[a.member].gpus)
         # Two groups are never promised the same GPUs.
         assert all(v.free(n) >= 0 and v._taken.get(n, 0) <= v.nodes[n].gpus for n in v.nodes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_the_domain_chosen_is_the_tightest_that_holds_every_member(
+    case: tuple[CapacityView, list[Request]],
+) -> None:
+    """GroupFit.best judges a domain only where it would beat the one found so far: the same
+    answer as judging every domain (`candidates`), the tightest (fewest GPUs left, then first in
+    fabric order) or the first in fabric order."""
+    v, reqs = case
+    for req in reqs:
+        for level in v.levels():
+            need = sum(m.gpus for m in req.members)
+            order = v.order(level)
+            fit = [c for c in candidates(v, req.members, level) if c.fits]
+            ev = GroupFit(v, req.members)
+            tight = min(((c.free - need, order[c.domain], c.domain) for c in fit), default=None)
+            assert ev.best(level) == (None if tight is None else (tight[2], tight[0]))
+            first = min(((order[c.domain], c.domain, c.free - need) for c in fit), default=None)
+            assert ev.best(level, tightest=False) == (
+                None if first is None else (first[1], first[2])
+            )

@@ -81,17 +81,11 @@ def _placed(level: Level | None, domain: str, assigned: dict[str, str]) -> Place
 
 
 def _best(ev: GroupFit, view: CapacityView, level: Level, policy: Policy) -> Placed | None:
-    best: tuple[int, int, str] | None = None
-    order = view.order(level)
-    for domain, left in ev.fitting(level):
-        if best is None or (left, order[domain]) < best[:2]:
-            best = (left, order[domain], domain)
-        if policy == "first":
-            break
+    best = ev.best(level, tightest=policy != "first")
     if best is None:
         return None
-    assigned = pack(ev.members, view.domain_nodes(level, best[2]), ev.free, ev.eligible)
-    return None if assigned is None else _placed(level, best[2], assigned)
+    assigned = pack(ev.members, view.domain_nodes(level, best[0]), ev.free, ev.eligible)
+    return None if assigned is None else _placed(level, best[0], assigned)
 
 
 def _why_waiting(ev: GroupFit, view: CapacityView, level: Level) -> str:

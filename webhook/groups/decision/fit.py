@@ -6,7 +6,7 @@ empty, how much each can offer), bounded first by the view's per-domain tallies.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
 from webhook.groups.decision.capacity import CapacityView
@@ -183,16 +183,21 @@ class GroupFit:
                 return True
         return False
 
-    def fitting(self, level: Level) -> Iterator[tuple[str, int]]:
-        """Domains of the level that hold every member now, with the GPUs left after placing,
-        in fabric order."""
+    def best(self, level: Level, tightest: bool = True) -> tuple[str, int] | None:
+        """The domain of the level that holds every member now, with the GPUs left after
+        placing: the tightest (fewest left, then first in fabric order) or the first in fabric
+        order. A domain's fit is judged only where it would beat the one found so far (judging
+        every domain with room was 13 ms a decision at 65,536 nodes, half of them busy)."""
         i, order = LEVELS.index(level), self.view.order(level)
         counts, sums = self.tally().free[i], self.tally().sums[i]
         total = self.view.domain_free(level)
         uniform = self.uniform()
-        found = []
+        found: tuple[int, int, str] | None = None
         for d, have in sums.items():
             if have < self.need:
+                continue
+            rank = (total[d] - self.need if tightest else 0, order[d])
+            if found is not None and rank >= found[:2]:
                 continue
             if uniform is not None:  # enough whole-pod slots imply enough usable GPUs
                 ok = slots(counts[d], uniform[1], self.one) >= uniform[2]
@@ -202,6 +207,5 @@ class GroupFit:
                 nodes = self.view.domain_nodes(level, d)
                 ok = pack(self.members, nodes, self.free, self.eligible) is not None
             if ok:
-                found.append((order[d], d, total[d] - self.need))
-        for _, d, left in sorted(found):
-            yield d, left
+                found = (*rank, d)
+        return None if found is None else (found[2], total[found[2]] - self.need)
