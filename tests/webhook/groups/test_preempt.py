@@ -252,3 +252,22 @@ def test_a_lower_group_does_not_preempt_in_a_domain_held_for_a_higher_one() -> N
     leave(api, placer, first + second)
     assert {placement(api, f"train-{i}") for i in range(4)} == {"leaf=leaf-0"}
     assert {placement(api, f"mid-{i}") for i in range(4)} == {"leaf=leaf-1"}
+
+
+def test_a_group_placed_after_waiting_lets_the_others_try_the_domain_it_held() -> None:
+    """The domain a waiting group held against lower ones is theirs again once it is placed,
+    whatever event placed it (here its own, not one that freed room)."""
+    api, placer = full()
+    leave(api, placer, ["run-00"])
+    group(api, placer, "big", 3, HIGH, never=True)  # cannot preempt: holds leaf-0 (1 free)
+    group(api, placer, "small", 1, LOW)
+    assert placement(api, "small-0") == ""  # kept out of the leaf held for big
+    for name in ("run-01", "run-02", "run-03"):  # leaf-0 empties with no event seen
+        rec = placer.drop_pod(api.pods.pop(("batch", name))["metadata"]["uid"])
+        assert rec is not None
+        placer.view.delete_pod(rec.uid)
+    placer.dirty = {("team-a", "big")}  # decided again on an event of its own
+    placer.reconcile()
+    assert {placement(api, f"big-{i}") for i in range(3)} == {"leaf=leaf-0"}
+    placer.reconcile()
+    assert placement(api, "small-0") == "leaf=leaf-0"  # the fourth node, no longer held

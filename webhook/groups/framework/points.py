@@ -226,8 +226,9 @@ class Words(Protocol):
 
 @runtime_checkable
 class Settled(Protocol):
-    def settled(self, key: GroupKey) -> None:
-        """The group is placed, or gone: what it held while it waited ends."""
+    def settled(self, key: GroupKey) -> bool:
+        """The group is placed, or gone: what it held while it waited ends. True where it held
+        something other groups may use now (a domain kept for it)."""
 
 
 class Points:
@@ -338,6 +339,9 @@ class Points:
     def words(self, cycle: Cycle, seats: Sequence[Seat]) -> str:
         return "".join(e.words(cycle, seats) for e in self._words)
 
-    def settled(self, key: GroupKey) -> None:
+    def settled(self, key: GroupKey) -> bool:
+        """True where an extension let go of something other groups may use now."""
+        let_go = False
         for e in self._settled:
-            e.settled(key)
+            let_go = e.settled(key) or let_go  # each is told, whatever the others said
+        return let_go

@@ -129,7 +129,8 @@ class Placer(Inputs):
     def _place(self, key: GroupKey) -> None:
         if key not in self.gated_groups:  # from the index: not a pass over a placed group's
             self.waiting.pop(key, None)  # members at each of their binds
-            self.points.settled(key)
+            if self.points.settled(key):
+                self.retry_all()  # a domain kept for it is the others' again
             self.said.settled(key)
             return
         recs = sorted(
@@ -244,7 +245,8 @@ class Placer(Inputs):
         key = cycle.key
         by_key = {member_key(r): r for r in cycle.gated}
         self.waiting.pop(key, None)
-        self.points.settled(key)
+        if self.points.settled(key):
+            self.retry_all()  # the domain kept for it while it waited is the others' again
         self.said.settled(key)
         words = self.points.words(cycle, seats)
         nominations: list[Callable[[], None]] = []

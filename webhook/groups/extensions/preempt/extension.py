@@ -67,5 +67,5 @@ class Preemption(Preemptor):
         more = self.waiting(self.view, g) if g.levels else ""
         return more + self.held_for_others()
 
-    def settled(self, key: GroupKey) -> None:
-        self.done(key)
+    def settled(self, key: GroupKey) -> bool:
+        return self.done(key)

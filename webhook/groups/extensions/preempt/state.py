@@ -117,10 +117,12 @@ class Preemptor:
         the groups they are held for."""
         return held_words(self._masked)
 
-    def done(self, key: GroupKey) -> None:
-        """The group is placed or gone: its hold and plan end."""
+    def done(self, key: GroupKey) -> bool:
+        """The group is placed or gone: its hold and plan end. True where it held a domain."""
+        held = key in self.holds
         for state in (self.holds, self.ongoing, self.committed, self.blocked, self.refused):
             state.pop(key, None)
+        return held
 
     # -- waiting -----------------------------------------------------------------------------
     def waiting(self, view: CapacityView, g: Group) -> str:
