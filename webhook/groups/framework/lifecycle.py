@@ -149,8 +149,7 @@ class Lifecycle(Generic[R]):
             return
         if where in self._asked or where in self.book.by_name or where in self._by_own:
             return
-        self._asked[where] = []
-        add(partial(self.api.create_owned, key[0], body()), partial(self._made, key, where))
+        self._ask(key, where, body, add)
 
     def making(
         self,
@@ -173,8 +172,7 @@ class Lifecycle(Generic[R]):
         if where in self._by_own:  # not asked again and again in the background
             return None
         if where not in self._asked:
-            self._asked[where] = []
-            add(partial(self.api.create_owned, key[0], body()), partial(self._made, key, where))
+            self._ask(key, where, body, add)
 
         def ready(tell: Callable[[Exception | None], None]) -> None:
             waiting = self._asked.get(where)
@@ -184,6 +182,18 @@ class Lifecycle(Generic[R]):
             waiting.append(lambda result: tell(self._judged(key, name, owner, fit, result)))
 
         return ready
+
+    def _ask(
+        self,
+        key: GroupKey,
+        where: tuple[str, str],
+        body: Callable[[], Mapping[str, Any]],
+        add: AddWrite,
+    ) -> None:
+        """The create, with the reconcile's writes; its answer heard by `_made`."""
+        assert self.api is not None  # noqa: S101 - served implies an API
+        self._asked[where] = []
+        add(partial(self.api.create_owned, key[0], body()), partial(self._made, key, where))
 
     def _judged(
         self,

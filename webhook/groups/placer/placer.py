@@ -128,10 +128,7 @@ class Placer(Inputs):
 
     def _place(self, key: GroupKey) -> None:
         if key not in self.gated_groups:  # from the index: not a pass over a placed group's
-            self.waiting.pop(key, None)  # members at each of their binds
-            if self.points.settled(key):
-                self.retry_all()  # a domain kept for it is the others' again
-            self.said.settled(key)
+            self._settle(key)  # members at each of their binds
             return
         recs = sorted(
             (self.pods[u] for u in self.groups.get(key, ()) if self.pods[u].member),
@@ -244,10 +241,7 @@ class Placer(Inputs):
         replacements in a placed group's domain)."""
         key = cycle.key
         by_key = {member_key(r): r for r in cycle.gated}
-        self.waiting.pop(key, None)
-        if self.points.settled(key):
-            self.retry_all()  # the domain kept for it while it waited is the others' again
-        self.said.settled(key)
+        self._settle(key)
         words = self.points.words(cycle, seats)
         nominations: list[Callable[[], None]] = []
         patches: list[Write] = []
@@ -350,6 +344,13 @@ class Placer(Inputs):
             extra = {"group": f"{key[0]}/{key[1]}", "pod": rec.name, "error": str(result)}
             log.error("group placement failed", extra=extra)
             self.refusals.failed(key)
+
+    def _settle(self, key: GroupKey) -> None:
+        """The group is placed: it waits no more, and what it held while it waited ends."""
+        self.waiting.pop(key, None)
+        if self.points.settled(key):
+            self.retry_all()  # the domain kept for it while it waited is the others' again
+        self.said.settled(key)
 
     def _gated_refs(self, key: GroupKey) -> list[dict[str, Any]]:
         """The group's gated members, as an Event names them (from the index, inputs.py)."""

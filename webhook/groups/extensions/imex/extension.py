@@ -61,7 +61,7 @@ class ImexChannels(Imex):
         return self.judge(cycle.key, cycle.recs)
 
     def incomplete(self, cycle: Cycle) -> None:
-        self.early(cycle.key, cycle.recs, cycle.size, cycle.writes.add)
+        self.early(cycle.key, cycle.recs, cycle.writes.add)
 
     def prebind(self, cycle: Cycle) -> str:
         return self.made(cycle.key, cycle.recs, cycle.writes.add)

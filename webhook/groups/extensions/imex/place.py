@@ -142,7 +142,7 @@ class Imex:
             return ""
         return self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need))
 
-    def early(self, key: GroupKey, recs: Sequence[PodRecord], size: int, add: AddWrite) -> None:
+    def early(self, key: GroupKey, recs: Sequence[PodRecord], add: AddWrite) -> None:
         """As a group's first members arrive: its ComputeDomain asked for with the reconcile's
         other writes, so that NVIDIA's controller makes the channel template while the rest
         arrive (the group is ungated only once it exists). A failure is only logged: `made`
@@ -152,8 +152,7 @@ class Imex:
             return
         if self.domains.blocked(key, need.name, _owner(recs), partial(_declares, need)):
             return
-        body = partial(compute_domain, key[0], key[1], _owner(recs), size)
-        self.domains.early(key, need.name, body, add)
+        self.domains.early(key, need.name, self._body(key, recs), add)
 
     def made(self, key: GroupKey, recs: Sequence[PodRecord], add: AddWrite | None = None) -> str:
         """The group's ComputeDomain exists and NVIDIA's controller has made its channel template
@@ -166,8 +165,7 @@ class Imex:
             return ""
         have = self.book.by_name.get((key[0], need.name))
         if not need.user and have is None and add is not None:
-            size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
-            body = partial(compute_domain, key[0], key[1], _owner(recs), size)
+            body = self._body(key, recs)
             if self.domains.making(key, need.name, _owner(recs), body, add) is not None:
                 return (
                     f"compute-domain {need.mode}: ComputeDomain {need.name} asked for; waiting "
@@ -197,9 +195,13 @@ class Imex:
         """The group's ComputeDomain made, adopted or kept (framework/lifecycle.py), or why the
         group waits: one of its name not ours, or not declaring the template the members claim,
         or being deleted. Raises refusals.Rejected."""
-        size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
-        body = partial(compute_domain, key[0], key[1], _owner(recs), size)  # one member a node
+        body = self._body(key, recs)
         return self.domains.own(key, need.name, _owner(recs), body, partial(_declares, need))
+
+    def _body(self, key: GroupKey, recs: Sequence[PodRecord]) -> Callable[[], Mapping[str, Any]]:
+        """The group's ComputeDomain as it is created: one member a node, owned as they are."""
+        size = max((r.group.size for r in recs if r.group is not None), default=len(recs))
+        return partial(compute_domain, key[0], key[1], _owner(recs), size)
 
     # -- channels: which nodes' channel is taken (imex/channels.py) ----------------------------
     def track(self, rec: PodRecord, node: str = "") -> None:
