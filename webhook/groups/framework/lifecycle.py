@@ -10,7 +10,7 @@ through OwnedApi (ownedkube.KubeOwnedApi: one error mapping for every kind)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any, Generic, Protocol
@@ -69,6 +69,7 @@ class Lifecycle(Generic[R]):
         # answered as not the group's (or not at all): `own` makes the next tries, and says why,
         # until it has the group's (kept while the group lives)
         self._by_own: dict[tuple[str, str], GroupKey] = {}
+        self._left: set[GroupKey] = set()  # ours a sweep left to look at again
         self._word = self.kind.kind.lower()  # in logs: podgroup, computedomain
 
     def blocked(
@@ -249,28 +250,50 @@ class Lifecycle(Generic[R]):
         if isinstance(why, str) and why:
             log.info("%s not made again", self._word, extra={"object": where, "why": why})
 
-    def sweep(self, groups: Container[GroupKey], in_use: Callable[[R], bool] = fits_any) -> list[R]:
+    def sweep(
+        self,
+        groups: Container[GroupKey],
+        in_use: Callable[[R], bool] = fits_any,
+        changed: Iterable[GroupKey] | None = None,
+    ) -> list[R]:
         """Ours whose group has no pod left: the placer's finalizer off, then deleted (the
         garbage collector may have deleted it with the members' controller already: the
         finalizer held it until now). One being deleted while its group lives and none of the
         group uses it (`in_use` False: the members' controller was made again) is let go, and
-        made anew once gone. `groups`: the live groups, from a pod list that answered. Returns
-        those whose group is gone (until the watch says they are)."""
+        made anew once gone. `groups`: the live groups, from a pod list that answered.
+        `changed`: the groups whose pods changed since the last sweep (None, or after a list of
+        the kind: every object of ours); those, the ones whose object changed and those left
+        from the last sweep are looked at, not every object (8,192 PodGroups: 20 ms a tick).
+        Returns those whose group is gone (until the watch says they are)."""
         self._by_own = {w: k for w, k in self._by_own.items() if k in groups}
-        if not self.book.served:
+        book = self.book
+        if not book.served:
             return []
-        gone, deleted = [], 0
-        for r in self.book.ours():
-            if (r.namespace, str(r.found.group)) in groups:
-                if r.found.deleting and not in_use(r):
-                    self._release(r)
+        if changed is None or book.fresh:
+            book.fresh, book.touched, self._left = False, set(), set()
+            looks = book.ours()
+        else:
+            keys = self._left | book.touched
+            keys.update(changed)
+            book.touched, self._left = set(), set()
+            looks = [r for k in keys if (r := self._of(k)) is not None]
+        deleted = 0
+        for r in looks:
+            key = (r.namespace, str(r.found.group))
+            if key in groups:
+                if r.found.deleting and not in_use(r) and not self._release(r):
+                    self._left.add(key)  # asked again at the next sweep
                 continue
-            gone.append(r)
+            self._left.add(key)  # until the watch says it is gone
             if self._release(r) and not r.found.deleting and self._delete(r):
                 deleted += 1
         if deleted and self.counted is not None:
             self.counted(0, deleted)
-        return gone
+        return [r for k in self._left if k not in groups and (r := self._of(k)) is not None]
+
+    def _of(self, key: GroupKey) -> R | None:
+        where = self.book.by_group.get(key)
+        return None if where is None else self.book.by_name.get(where)
 
     def _release(self, r: R) -> bool:
         """The placer's finalizer off (True when it is, or was never there)."""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, dataclass
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
-from webhook.groups.model.names import LABEL_GROUP, PLACER_FIELD_MANAGER
+from webhook.groups.model.names import LABEL_GROUP, PLACER_FIELD_MANAGER, GroupKey
 from webhook.groups.model.pods import Owner
 
 LABEL_MANAGED: Final = "app.kubernetes.io/managed-by"
@@ -185,6 +185,11 @@ class Book(Generic[R]):
         self.served: bool | None = None  # None: not known yet (no list answered)
         self.version = ""  # the version served (kind.versions), "" when none
         self.by_name: dict[tuple[str, str], R] = {}
+        # ours by the group each serves, and the groups whose object changed since the
+        # lifecycle's last sweep (`fresh`: all of them, after a list), so a sweep looks at those
+        self.by_group: dict[GroupKey, tuple[str, str]] = {}
+        self.touched: set[GroupKey] = set()
+        self.fresh = True
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
         """A complete list: a list that answered is served, unless set_served said not."""
@@ -195,13 +200,15 @@ class Book(Generic[R]):
             if (r := self.read(obj)) is not None:
                 fresh[(r.namespace, r.name)] = r
         self.by_name = fresh
+        self.by_group = {g: w for w, r in fresh.items() if (g := _served(r)) is not None}
+        self.fresh = True
 
     def set_served(self, version: str) -> None:
         """The version of the kind the API server serves ("": none, every version answered
         HTTP 404)."""
         self.served, self.version = bool(version), version
         if not version:
-            self.by_name = {}
+            self.by_name, self.by_group, self.fresh = {}, {}, True
 
     def unserved(self) -> None:
         self.set_served("")
@@ -210,11 +217,24 @@ class Book(Generic[R]):
         r = self.read(obj)
         if r is None:
             return
+        where, group = (r.namespace, r.name), _served(r)
         if kind == "DELETED":
-            self.by_name.pop((r.namespace, r.name), None)
+            self.by_name.pop(where, None)
         else:
-            self.by_name[(r.namespace, r.name)] = r
+            self.by_name[where] = r
+        if group is None:
+            return
+        self.touched.add(group)
+        if kind != "DELETED":
+            self.by_group[group] = where
+        elif self.by_group.get(group) == where:
+            del self.by_group[group]
 
     def ours(self) -> list[R]:
         """Those the placer made (labelled with the group they serve)."""
         return [r for r in self.by_name.values() if r.found.group is not None]
+
+
+def _served(r: Listed) -> GroupKey | None:
+    """The group an object of ours serves (None: not ours)."""
+    return None if r.found.group is None else (r.namespace, r.found.group)

@@ -26,7 +26,7 @@ while it lives (each extension deletes its own after the last member, at Tick).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -74,6 +74,11 @@ class Host(Protocol):
     def groups(self) -> Mapping[GroupKey, set[str]]: ...
     @property
     def waiting(self) -> Mapping[GroupKey, str]: ...  # why each group waits, at its last try
+    @property
+    def changed(self) -> Set[GroupKey]:
+        """The groups a pod of which was seen or gone since the last Tick (all of them after a
+        Pod list): a Tick looks at these, not at every group it follows."""
+
     @property
     def clock(self) -> Callable[[], float]: ...
 

@@ -34,6 +34,7 @@ class Inputs:
     pods: dict[str, PodRecord]  # written through `set_pod` and `drop_pod` only
     groups: dict[GroupKey, set[str]]
     gated_groups: dict[GroupKey, set[str]]  # each group's gated members, kept by `set_pod`
+    changed: set[GroupKey]  # groups a pod of which was seen or gone since the extensions' tick
     dirty: set[GroupKey]
     waiting: dict[GroupKey, str]
     _listing: dict[str, PodRecord]
@@ -182,17 +183,21 @@ class Inputs:
         return rec
 
     def set_pod(self, rec: PodRecord) -> None:
-        """The pod's record now, and the index of gated members kept with it."""
+        """The pod's record now, and the indexes kept with it: the gated members, the groups
+        changed since the extensions' last tick."""
         self.drop_pod(rec.uid)
         self.pods[rec.uid] = rec
-        if rec.gated and rec.member and rec.group is not None:
+        if rec.group is not None:
             key = (rec.namespace, rec.group.name)
-            self.gated_groups.setdefault(key, set()).add(rec.uid)
+            self.changed.add(key)
+            if rec.gated and rec.member:
+                self.gated_groups.setdefault(key, set()).add(rec.uid)
 
     def drop_pod(self, uid: str) -> PodRecord | None:
         rec = self.pods.pop(uid, None)
         if rec is not None and rec.group is not None:
             key = (rec.namespace, rec.group.name)
+            self.changed.add(key)
             if (gated := self.gated_groups.get(key)) is not None:
                 gated.discard(uid)
                 if not gated:

@@ -85,6 +85,7 @@ class Placer(Inputs):
         self.pods: dict[str, PodRecord] = {}
         self.groups: dict[GroupKey, set[str]] = {}
         self.gated_groups: dict[GroupKey, set[str]] = {}
+        self.changed: set[GroupKey] = set()
         self.dirty: set[GroupKey] = set()
         self.waiting: dict[GroupKey, str] = {}  # why each group waits, now
         self.said = Said(api.event, clock)  # the waiting Events
@@ -100,6 +101,7 @@ class Placer(Inputs):
         """Place every dirty group; once `stopping()` is true, leave the rest to the next leader."""
         if (now := self.clock()) >= self._tick_at:  # sweeps and watches over every group
             self.points.tick()
+            self.changed.clear()  # the ticks have looked at them
             self._tick_at = now + self.tick_every
         self.said.due()  # groups still waiting for members a while: told now
         # groups with no gated member only settle: first, and not ordered (the order reads

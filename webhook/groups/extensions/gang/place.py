@@ -31,8 +31,6 @@ from webhook.groups.framework.points import Cycle, Feeds, Host, Ready, Watch
 from webhook.groups.model.names import GroupKey
 from webhook.groups.model.records import PodRecord
 
-SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
-
 
 class NativeGang:
     """Groups whose members name a PodGroup: kube-scheduler's own gang scheduling."""
@@ -44,7 +42,8 @@ class NativeGang:
         self.host: Host | None = None
         self.pods_listed = False  # a group without pods is truly gone (its PodGroup too)
         self.ungated: set[GroupKey] = set()  # groups with ungated members not all bound yet
-        self._scan_at = 0.0
+        self.again: set[GroupKey] = set()  # followed groups a Pod list may have taken away
+        self.full = True  # the next sweep looks at every PodGroup (after a Pod list)
 
     def watches(self, feeds: Feeds) -> Sequence[Watch]:
         return (owned_watch("placer-podgroups", feeds.api_client, self.book, feeds.put),)
@@ -145,25 +144,38 @@ class NativeGang:
     # -- each reconcile ----------------------------------------------------------------------
     def tick(self) -> None:
         """Our PodGroups whose group has no pod left deleted, once the pods are listed; a lost
-        one that ungated members still wait for made again (looked at: the groups ungated
-        since, and every group each SCAN_EVERY seconds, for those a previous leader ungated)."""
+        one that ungated members still wait for made again. Looked at: the groups whose pods
+        changed since (after a Pod list, every group: those a previous leader ungated), and of
+        the rest followed, only whether their PodGroup is still in the book."""
         if self.host is None or not self.pods_listed:
             return
         groups, pods = self.host.groups, self.host.pods
-        self.podgroups.sweep(groups)  # ours whose group has no pod left: deleted
-        keys = set(self.ungated)
-        if (now := self.host.clock()) >= self._scan_at:
-            keys |= groups.keys()
-            self._scan_at = now + SCAN_EVERY
+        changed = None if self.full else self.host.changed  # after a Pod list: every group
+        self.podgroups.sweep(groups, changed=changed)  # ours whose group has no pod left: deleted
+        keys, self.again, self.full = self.host.changed | self.again, set(), False
         for key in keys:
             recs = [pods[u] for u in groups.get(key, ()) if u in pods]
-            b = binding(recs)
-            if not b.unbound:
-                self.ungated.discard(key)  # all bound (or gone): kube-scheduler is done with it
+            b, name = binding(recs), podgroup_name(key[1])
+            if not b.unbound or not any(r.pod_group == name for r in recs):
+                self.ungated.discard(key)  # all bound (or gone, or no gang): nothing to keep
                 continue
             self.ungated.add(key)
             if not any(r.gated for r in recs):
                 self._lost(key, b.size, recs)
+        if not self.book.served:
+            return
+        for key in self.ungated - keys:  # unchanged: only whether its PodGroup was lost
+            name = podgroup_name(key[1])
+            if name is None or (key[0], name) in self.book.by_name:
+                continue
+            recs = [pods[u] for u in groups.get(key, ()) if u in pods]
+            if not any(r.gated for r in recs):
+                self._lost(key, binding(recs).size, recs)
+
+    def relisting(self) -> None:
+        """A Pod list begins: every group followed is looked at once, every PodGroup swept."""
+        self.again |= self.ungated
+        self.full = True
 
     def _lost(self, key: GroupKey, size: int, recs: Sequence[PodRecord]) -> None:
         """Ungated members waiting for a PodGroup that is gone (deleted by hand, or by the

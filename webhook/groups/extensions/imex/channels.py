@@ -26,6 +26,7 @@ class Channels:
     def __init__(self) -> None:
         self.of: dict[str, tuple[str, str]] = {}  # pod uid -> (node, channel)
         self.on: dict[str, Counter[str]] = {}  # node -> channel -> pods of it there
+        self.count: Counter[str] = Counter()  # channel -> pods holding it, anywhere
 
     def put(self, uid: str, node: str, channel: str) -> set[str]:
         """Record where the pod holds its channel ('' for either: nowhere); the nodes whose
@@ -33,6 +34,9 @@ class Channels:
         old = self.of.pop(uid, None)
         touched: set[str] = set()
         if old is not None:
+            self.count[old[1]] -= 1
+            if self.count[old[1]] <= 0:
+                del self.count[old[1]]
             held = self.on[old[0]]
             held[old[1]] -= 1
             if held[old[1]] <= 0:
@@ -42,6 +46,7 @@ class Channels:
             touched.add(old[0])
         if node and channel:
             self.of[uid] = (node, channel)
+            self.count[channel] += 1
             self.on.setdefault(node, Counter())[channel] += 1
             touched.add(node)
         return touched
@@ -51,8 +56,12 @@ class Channels:
         held = self.on.get(node)
         return min(held) if held else ""
 
+    def taken(self, channel: str) -> bool:
+        """Whether some pod holds the channel, on any node."""
+        return channel in self.count
+
     def reset(self) -> set[str]:
         """Forget every pod (a relist follows); the nodes that had a holder."""
         nodes = set(self.on)
-        self.of, self.on = {}, {}
+        self.of, self.on, self.count = {}, {}, Counter()
         return nodes

@@ -22,6 +22,7 @@ class ImexChannels(Imex):
     def __init__(self, api: OwnedApi | None = None, metrics: ImexMetrics | None = None) -> None:
         super().__init__(api, metrics)
         self.host: Host | None = None
+        self.full = True  # the next sweep looks at every group (after a Pod list)
 
     def attach(self, host: Host) -> None:
         self.host, self.view = host, host.view  # the channels go into its node labels
@@ -39,6 +40,7 @@ class ImexChannels(Imex):
     # -- inputs ----------------------------------------------------------------------------------
     def relisting(self) -> None:
         self.reset()  # the channels taken: from the listed pods again
+        self.full = True  # and a group the list left out is gone
 
     def seen(self, rec: PodRecord) -> None:
         self.track(rec)  # the channel it holds or was promised, if any
@@ -50,8 +52,9 @@ class ImexChannels(Imex):
         self.pods_listed = True  # from now on a group without pods is gone
 
     def tick(self) -> None:
-        if self.host is not None:
-            self.sweep(self.host.groups)  # ComputeDomains of groups whose last pod is gone
+        if self.host is not None and self.pods_listed:  # ComputeDomains of gone groups
+            self.sweep(self.host.groups, None if self.full else self.host.changed)
+            self.full = False
 
     # -- one group's decision ------------------------------------------------------------------
     def adjust(self, cycle: Cycle, request: Request) -> Request | str:

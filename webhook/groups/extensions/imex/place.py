@@ -19,7 +19,7 @@ placer's finalizer off), and made anew once gone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
@@ -279,35 +279,52 @@ class Imex:
             )
         return text
 
-    def sweep(self, groups: Mapping[GroupKey, object]) -> None:
+    def sweep(
+        self,
+        groups: Mapping[GroupKey, Collection[str]],
+        changed: Collection[GroupKey] | None = None,
+    ) -> None:
         """Our ComputeDomains whose group has no pod left (none runs under it any more): the
         placer's finalizer off, deleted; one being deleted while none of its live group holds
-        its channel: let go, made anew after (framework/lifecycle.py)."""
+        its channel: let go, made anew after (framework/lifecycle.py). `changed`: the groups
+        whose pods changed since the last sweep (None: every group), with those whose
+        ComputeDomain changed: only those are looked at."""
         if not self.pods_listed or not self.book.served:
             return
-        self._remake(groups)
-        held = {ch for _, ch in self.channels.of.values()}
-        gone = self.domains.sweep(groups, lambda d: channel_id(d.namespace, d.template) in held)
+        fresh = changed is None or self.book.fresh
+        self._remake(groups, None if fresh else {*(changed or ()), *self.book.touched})
+        taken = self.channels.taken
+        gone = self.domains.sweep(
+            groups, lambda d: taken(channel_id(d.namespace, d.template)), changed
+        )
         for d in gone:  # left over until the watch says it is gone (the driver's finalizer first)
             self.needs.pop((d.namespace, str(d.group)), None)
         if self.metrics is not None and len(gone) != self.left_over:
             self.metrics.domains_left_over(len(gone))
         self.left_over = len(gone)
 
-    def _remake(self, groups: Mapping[GroupKey, object]) -> None:
+    def _remake(
+        self, groups: Mapping[GroupKey, Collection[str]], keys: Collection[GroupKey] | None
+    ) -> None:
         """The ComputeDomain of a live group whose placed members claim its channel, made again
         where it is lost (deleted by hand, or its finalizer taken off): the members' claims
-        not made yet, and the members their controller makes again, need its template."""
+        not made yet, and the members their controller makes again, need its template.
+        `keys`: the groups to look at (None: every group holding a channel)."""
+        holding = self.holding
+        if keys is None:
+            recs: Iterable[PodRecord] = holding.values()
+        else:
+            recs = [holding[u] for k in keys for u in groups.get(k, ()) if u in holding]
         placed: dict[GroupKey, list[PodRecord]] = {}
-        for rec in self.holding.values():
+        for rec in recs:
             if rec.group is not None and rec.member:
                 placed.setdefault((rec.namespace, rec.group.name), []).append(rec)
-        for key, recs in placed.items():
+        for key, members in placed.items():
             if key not in groups or (key[0], key[1]) in self.book.by_name:
                 continue
-            need = self.need(key, recs)
+            need = self.need(key, members)
             if need is not None and not need.user and need.name == key[1]:
-                self.domains.again(key, need.name, partial(self._own, key, need, recs))
+                self.domains.again(key, need.name, partial(self._own, key, need, members))
 
 
 def _owner(recs: Sequence[PodRecord]) -> Owner | None:

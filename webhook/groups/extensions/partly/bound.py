@@ -1,13 +1,15 @@
 """The partly-bound watch, for every group the placer ungates, native gang or not.
 
-Each reconcile (Tick) every group ungated since (PreBind starts its clock) is watched until all
-its members are bound. Members still unbound PARTLY_BOUND_AFTER seconds after the group was
-ungated while others are bound get Event GroupPartlyBound with kube-scheduler's message; those
-with a controller (Job, JobSet, ...) are deleted, so that it makes them again, gated, and the
-placer seats them again inside the group's recorded domain (placer `within`). Bare pods are only
-reported (nothing would make them again). A member kube-scheduler is preempting for
-(status.nominatedNodeName) is not stuck: its group's clock starts again. A group whose evicted
-members came back but cannot be seated in its domain is released whole after RELEASE_AFTER.
+Every group ungated (PreBind starts its clock) is followed until all its members are bound,
+looked at when its pods change and when its bound comes (framework/due.py), not at every Tick:
+thousands of groups ungated and not yet bound cost a tick nothing. Members still unbound
+PARTLY_BOUND_AFTER seconds after the group was ungated while others are bound get Event
+GroupPartlyBound with kube-scheduler's message; those with a controller (Job, JobSet, ...) are
+deleted, so that it makes them again, gated, and the placer seats them again inside the group's
+recorded domain (placer `within`). Bare pods are only reported (nothing would make them again).
+A member kube-scheduler is preempting for (status.nominatedNodeName) is not stuck: its group's
+clock starts again. A group whose evicted members came back but cannot be seated in its domain
+is released whole after RELEASE_AFTER.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from webhook.groups.framework.binding import (
     partly_words,
     released_words,
 )
+from webhook.groups.framework.due import Due
 from webhook.groups.framework.evictions import Budgets, Ledger, Outcome
 from webhook.groups.framework.points import Cycle, Host
 from webhook.groups.model.names import GroupKey
 from webhook.groups.model.records import PodRecord, pod_ref
 
 log = logging.getLogger(__name__)
-SCAN_EVERY = 10.0  # seconds between looks at every group (those a previous leader ungated)
 # After evicting a group's unbound members: how long the placer may say their remade pods wait
 # (no room in the group's domain) before the whole gang is released. Long enough for their
 # controller to make them again and for the placer to decide; a preemption in the domain that
@@ -66,60 +68,92 @@ class PartlyBound:
         self.clock: Callable[[], float] = time.monotonic
         self.host: Host | None = None
         self.since: dict[GroupKey, float] = {}  # last ungating of a group not all bound yet
-        self.partly: set[GroupKey] = set()  # partly bound past the bound, at the last tick
+        self.partly: set[GroupKey] = set()  # partly bound past the bound, as last looked at
         self.told: set[str] = set()  # members reported (and deleted where they come back)
         self.recovering: dict[GroupKey, float] = {}  # groups whose unbound members we evicted
         self.unbound: set[GroupKey] = set()  # none bound past the bound: logged once
-        self._scan_at = 0.0
+        self.due: Due[GroupKey] = Due()  # when each followed group comes past the bound
+        self.overdue: set[GroupKey] = set()  # past the bound, a member not told yet: each tick
+        self.preempting: set[GroupKey] = set()  # kube-scheduler makes room: each tick
+        self.again: set[GroupKey] = set()  # followed groups a Pod list may have taken away
 
     def attach(self, host: Host) -> None:
         self.host, self.clock = host, host.clock
 
+    def relisting(self) -> None:
+        """A Pod list begins: every group followed is looked at once (a listed one is also
+        among the host's changed; one the list left out is gone)."""
+        self.again |= self.since.keys() | self.overdue
+
     def prebind(self, cycle: Cycle) -> str:
         """The last point before the gates come off: the group's clock starts."""
-        self.since[cycle.key] = self.clock()
+        self._start(cycle.key, self.clock())
         return ""
 
+    def _start(self, key: GroupKey, now: float) -> None:
+        self.since[key] = now
+        self.due.at(now + self.after, key)
+
     def tick(self) -> None:
-        """Each reconcile: the groups ungated since, and every group each SCAN_EVERY seconds.
-        A group the placer could not seat at its last try (its `waiting`) is released sooner;
-        a release counts the cluster's PodDisruptionBudgets over all of it."""
+        """Each tick: the groups whose pods changed since (after a Pod list: all of them), those
+        past the bound or recovering, and those whose bound came; not every group followed. A
+        group the placer could not seat at its last try (its `waiting`) is released sooner; a
+        release counts the cluster's PodDisruptionBudgets over all of it."""
         if self.host is None:
             return
-        groups, pods = self.host.groups, self.host.pods
-        waiting, budgets = self.host.waiting, self.host.budgets
         now = self.clock()
-        keys = set(self.since) | self.recovering.keys()
-        if now >= self._scan_at:
-            keys |= groups.keys()
-            self._scan_at = now + SCAN_EVERY
-        partly = set()
+        came = {k for k in self.due.until(now) if self.since.get(k, now) + self.after <= now}
+        keys = self.host.changed | self.again | came
+        keys |= self.overdue | self.preempting | self.recovering.keys()  # the few: each tick
+        self.again = set()
+        partly = self.partly - keys
         for key in keys:
-            b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
-            if b.preempting:  # kube-scheduler makes room for a member: not stuck, clock anew
-                self.since[key] = now
-                if key in self.recovering:
-                    self.recovering[key] = now
-                continue
-            if self._stuck(key, b, now, key in waiting, budgets):
+            if self._look(key, now):
                 partly.add(key)
-            if not b.unbound:
-                start = self.since.pop(key, None)
-                if start is not None and b.size and len(b.bound) >= b.size and self.metrics:
-                    self.metrics.all_bound(now - start)
-                continue
-            start = self.since.setdefault(key, now)
-            if b.partly and now - start >= self.after:
-                partly.add(key)
-                for rec in b.unbound:
-                    self._recover(key, b, rec, now - start)
-            elif not b.bound and now - start >= self.after:
-                self._none_bound(key, b, now - start)
         if self.metrics is not None and partly != self.partly:
             self.metrics.partly_bound(len(partly))
         self.partly = partly
+        pods = self.host.pods
         self.told = {u for u in self.told if u in pods}  # the few told, not every pod
         self.unbound &= self.since.keys()  # said until bound or gone
+
+    def _look(self, key: GroupKey, now: float) -> bool:
+        """One group now; whether it is partly bound past the bound (or stuck recovering)."""
+        assert self.host is not None  # noqa: S101 - tick checked
+        groups, pods = self.host.groups, self.host.pods
+        waiting, budgets = self.host.waiting, self.host.budgets
+        b = binding([pods[u] for u in groups.get(key, ()) if u in pods])
+        self.overdue.discard(key)
+        was = key in self.preempting
+        self.preempting.discard(key)
+        if b.preempting:  # kube-scheduler makes room for a member: not stuck, clock anew
+            self.preempting.add(key)  # looked at each tick: the bound counts from the last one
+            self.since[key] = now
+            if key in self.recovering:
+                self.recovering[key] = now
+            return False
+        if was and key in self.since:  # it stopped: due from the last time it made room
+            self.due.at(self.since[key] + self.after, key)
+        stuck = self._stuck(key, b, now, key in waiting, budgets)
+        if not b.unbound:
+            start = self.since.pop(key, None)
+            if start is not None and b.size and len(b.bound) >= b.size and self.metrics:
+                self.metrics.all_bound(now - start)
+            return stuck
+        if key not in self.since:
+            self._start(key, now)
+        start = self.since[key]
+        if now - start < self.after:
+            return stuck
+        if b.partly:
+            for rec in b.unbound:
+                self._recover(key, b, rec, now - start)
+            if any(r.uid not in self.told for r in b.unbound):
+                self.overdue.add(key)  # an eviction refused: asked again at the next tick
+            return True
+        if not b.bound:
+            self._none_bound(key, b, now - start)  # said once; its next event brings it back
+        return stuck
 
     def _stuck(
         self, key: GroupKey, b: Binding, now: float, waits: bool, budgets: Budgets | None
