@@ -145,11 +145,13 @@ class NativeGang:
     def tick(self) -> None:
         """Our PodGroups whose group has no pod left deleted, once the pods are listed; a lost
         one that ungated members still wait for made again. Looked at: the groups whose pods
-        changed since (after a Pod list, every group: those a previous leader ungated), and of
-        the rest followed, only whether their PodGroup is still in the book."""
+        changed since (after a Pod list, every group: those a previous leader ungated), and the
+        followed groups whose PodGroup changed (after a list of them, every followed group)."""
         if self.host is None or not self.pods_listed:
             return
         groups, pods = self.host.groups, self.host.pods
+        book = self.book  # whose PodGroup changed (lost), read before the sweep takes them
+        lost = set(self.ungated) if book.fresh else self.ungated & book.touched
         changed = None if self.full else self.host.changed  # after a Pod list: every group
         self.podgroups.sweep(groups, changed=changed)  # ours whose group has no pod left: deleted
         keys, self.again, self.full = self.host.changed | self.again, set(), False
@@ -162,11 +164,11 @@ class NativeGang:
             self.ungated.add(key)
             if not any(r.gated for r in recs):
                 self._lost(key, b.size, recs)
-        if not self.book.served:
+        if not book.served:
             return
-        for key in self.ungated - keys:  # unchanged: only whether its PodGroup was lost
+        for key in lost - keys:  # its pods unchanged, its PodGroup changed: lost?
             name = podgroup_name(key[1])
-            if name is None or (key[0], name) in self.book.by_name:
+            if name is None or (key[0], name) in book.by_name:
                 continue
             recs = [pods[u] for u in groups.get(key, ()) if u in pods]
             if not any(r.gated for r in recs):
