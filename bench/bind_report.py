@@ -4,6 +4,7 @@ unbound and the table of runs against kube-scheduler's own gang."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -17,6 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from webhook.kube.client import watch_events
+from webhook.kube.watch import Gone
 
 
 @dataclass
@@ -136,9 +138,9 @@ def table(results: list[Result]) -> None:
     range."""
     print(
         "| burst | way | gangs placed | partly bound | split | s to all bound "
-        "| ratio of medians | ratio in each round: median (range) |"
+        "| ratio of medians | ratio in each round: median (range) | CPU-s, ratio |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     by = {
         (r.shape, r.way): [x for x in results if (x.shape, x.way) == (r.shape, r.way)]
         for r in results
@@ -153,12 +155,21 @@ def table(results: list[Result]) -> None:
             f"{statistics.median(pairs):.2f}x ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-"
         )
         placed = "/".join(f"{x.placed}" for x in rs)
+        work = statistics.median(sum(x.cpu.values()) for x in rs)
+        natives_work = [sum(x.cpu.values()) for x in by.get((shape, "native"), [])]
+        spent = work / statistics.median(natives_work) if natives_work else float("nan")
         print(
             f"| {shape} | {way} | {placed} of {rs[0].gangs} | {sum(x.partly for x in rs)} "
             f"| {sum(x.split for x in rs)} | {min(secs):.2f}-{max(secs):.2f} (median {med:.2f}) "
-            f"| {ratio:.2f}x | {paired} |"
+            f"| {ratio:.2f}x | {paired} | {work:.2f}, {spent:.2f}x |"
         )
     print()
+    print(
+        f"CPU-s: the CPU seconds every process of the plane, serve and the bench spent on the run "
+        f"(median), and its ratio to native's; on {CORES} cores a run cannot end before its "
+        f"CPU-s / {CORES} (its floor, each run below): where both are at their floor the time "
+        "ratio is the CPU ratio"
+    )
     print(
         "median seconds per member: its CREATE (admission), created -> its gang's last created "
         "(wait) -> ungated (decide) -> bound (bind); mean ms a review of ours took as the API "
@@ -172,12 +183,14 @@ def table(results: list[Result]) -> None:
             f"  r{r.round} {r.shape:4} {r.way:18} admission {p['admission']:.3f} "
             f"wait {p['wait']:.2f} decide {p['decide']:.2f} bind {p['bind']:.2f} "
             f"total {p['all']:.2f}  all bound {r.seconds:.2f}  review ms api {adm['api']:.1f} "
-            f"serve {adm['serve']:.1f}  cpu s {cpu}"
+            f"serve {adm['serve']:.1f}  cpu s {cpu}  total {sum(r.cpu.values()):.2f}, floor "
+            f"{sum(r.cpu.values()) / CORES:.2f} s"
         )
 
 
 GATE = "gpufabric.io/group"
 BENCH_NS = "bench"
+CORES = os.cpu_count() or 1  # the plane, serve and the bench share them
 
 
 @dataclass
@@ -192,18 +205,30 @@ class Recorder:
     def run(self) -> None:
         # Plain dicts, each event decoded once (serve's own watch): the client's models cost
         # ~2 ms of this process's CPU an event, and a way that writes a pod more often would
-        # pay for the bench's watching on the same 2 cores as the plane.
+        # pay for the bench's watching on the same 2 cores as the plane. A watch that ends (the
+        # server closes it every 240 s, or it drops) goes on from the last version it saw:
+        # started again from a fresh list's version it lost the events in between, and a bind
+        # among them was seen only at the next run's clean up (runs of 12-14 s, seventh pass).
         core = client.CoreV1Api(self.api)
+        version = ""
         while not self.stop.is_set():
             try:
-                meta = core.list_namespaced_pod(BENCH_NS, limit=1).metadata
-                version = str(meta.resource_version) if meta is not None else ""
+                if not version:  # the first time, and after 410: what is there now
+                    raw = core.list_namespaced_pod(BENCH_NS, _preload_content=False)
+                    listed = json.loads(raw.data)
+                    version = str(listed["metadata"]["resourceVersion"])
+                    for pod in listed.get("items") or []:
+                        self._saw(pod, time.monotonic())
                 for ev in watch_events(core.list_namespaced_pod, BENCH_NS, version=version):
+                    obj = ev["object"]
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                     if ev["type"] in ("ADDED", "MODIFIED"):
-                        self._saw(ev["object"], time.monotonic())
+                        self._saw(obj, time.monotonic())
                     if self.stop.is_set():
                         break
-            except Exception:  # noqa: BLE001 - a dropped watch is started again
+            except Gone:
+                version = ""
+            except Exception:  # noqa: BLE001 - a dropped watch goes on from `version`
                 time.sleep(0.1)
 
     def _saw(self, pod: dict[str, Any], now: float) -> None:
