@@ -390,6 +390,7 @@ def main() -> None:
         args.logs.mkdir(parents=True, exist_ok=True)
     more = (f"--v={args.sched_v}",) if args.sched_v is not None else ()
     clusters: dict[str, realcluster.Installed] = {}
+    planes: dict[str, Plane] = {}
     try:
         if any(w != "gpufabric-unserved" for w in ways):
             clusters["served"] = realcluster.up(served=True, webhook=args.webhook, sched_args=more)
@@ -397,7 +398,7 @@ def main() -> None:
             clusters["unserved"] = realcluster.up(
                 served=False, webhook=args.webhook, sched_args=more
             )
-        planes = {k: Plane(c) for k, c in clusters.items()}
+        planes.update((k, Plane(c)) for k, c in clusters.items())
         for p in planes.values():
             p.verbose, p.pprof, p.keep = args.verbose, args.pprof, args.logs
         results = []
@@ -426,6 +427,8 @@ def main() -> None:
                 if args.verbose:
                     print(pprof.table(top))
     finally:
+        for p in planes.values():
+            p.rec.stop.set()  # its watch ends as its plane goes: no thread left at exit
         for c in clusters.values():
             realcluster.down(c, args.logs)
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.webhook.groups.burst_world import GangApi, admitted, member
 from tests.webhook.groups.fabric import fabric, gpu_pod
-from tests.webhook.groups.test_gang import Recorded, arrive, bind, watched
+from tests.webhook.groups.test_gang import Recorded, arrive, bind, native_placer, watched
 from webhook.groups.extensions.gang import place as gang_place
 from webhook.groups.extensions.gang.place import NativeGang
 from webhook.groups.extensions.partly import bound as partly_bound
@@ -127,12 +127,8 @@ def test_a_tick_where_nothing_changed_looks_at_no_group(looks: list[int]) -> Non
 
 
 def test_a_podgroup_lost_while_nothing_else_changed_is_made_again() -> None:
-    api = GangApi()
-    gang = NativeGang(api)
-    gang.book.set_served("v1alpha2")
-    placer = Placer(api, clock=lambda: api.now, extensions=Extensions(gang=gang))
-    placer.nodes_listed(fabric(16))
-    placer.pods_listed([])
+    api, placer = native_placer()
+    gang = placer.ext.gang
     for i in range(2):
         arrive(api, placer, admitted(member("g", i, 2), native=True))
     (made,) = api.podgroups.values()
@@ -158,12 +154,8 @@ def test_a_podgroup_is_swept_only_after_a_list_or_where_its_group_changed(
 ) -> None:
     """Every PodGroup is looked at once after a Pod list (a group the list left out is gone:
     its PodGroup deleted), then only those whose group changed."""
-    api = GangApi()
-    gang = NativeGang(api)
-    gang.book.set_served("v1alpha2")
-    placer = Placer(api, clock=lambda: api.now, extensions=Extensions(gang=gang))
-    placer.nodes_listed(fabric(16))
-    placer.pods_listed([])
+    api, placer = native_placer()
+    gang = placer.ext.gang
     for g in ("a", "b"):
         for i in range(2):
             arrive(api, placer, admitted(member(g, i, 2), native=True))

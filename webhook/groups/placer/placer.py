@@ -42,10 +42,9 @@ from webhook.groups.placer.said import Said
 
 log = logging.getLogger(__name__)
 # In the cluster (run_placer) the extensions' ticks (sweeps of what gone groups owned, the
-# partly-bound watch, lost PodGroups) come at most this often: each looks at every group it
-# follows, and a burst brings a reconcile for almost every pod event (a tenth of serve's CPU in
-# bench/bind_bench.py's half burst). Nothing waits on them: their own bounds are seconds
-# (SCAN_EVERY) to a minute (PARTLY_BOUND_AFTER).
+# partly-bound watch, lost PodGroups) come at most this often: a burst brings a reconcile for
+# almost every pod event, and a tick looks at the groups changed since (`changed`) and at
+# those due. Nothing waits on them: their own bounds are seconds to a minute (PARTLY_BOUND_AFTER).
 TICK_EVERY = 0.5
 
 
