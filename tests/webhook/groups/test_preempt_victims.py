@@ -143,3 +143,24 @@ def test_the_closest_domain_counts_free_gpus_on_the_nodes_some_member_may_use() 
             assert closest(view, chosen, level) == best
     zone_b_leaves = {f"leaf-{i}" for i in range(4, 8)}  # nodes 16-31 in leaves of 4
     assert closest(view, (Member("m0", 8, zone_b),), "leaf") in zone_b_leaves
+
+
+def test_the_closest_domain_is_asked_again_once_a_pod_moves() -> None:
+    """Kept between asks (the groups waiting after one event share one pass over the domains),
+    never past a change: a pod bound or gone moves the answer at once."""
+    view = CapacityView()
+    view.replace_nodes(fabric(16))  # leaves of 4 nodes, 8 GPUs each
+    one = (Member("m0", 8, ANY),)
+    assert closest(view, one, "leaf") == "leaf-0"  # all free: the first in fabric order
+    assert closest(view, one, "leaf") == "leaf-0"
+    for n in range(4):
+        view.put_pod(f"p{n}", f"node-{n:04d}", 8, True)
+    assert closest(view, one, "leaf") == "leaf-1"
+    for leaf in (2, 3):
+        view.put_pod(f"q{leaf}", f"node-{4 * leaf:04d}", 8, True)  # leaves 2 and 3: 24 free
+    view.delete_pod("p0")  # leaf-0: 8 free; leaf-1 still 32
+    assert closest(view, one, "leaf") == "leaf-1"
+    view.put_pod("r", "node-0005", 8, True)  # leaf-1 down to 24, leaves 2-3 have 24 too
+    assert closest(view, one, "leaf") == "leaf-1"
+    view.put_pod("s", "node-0006", 4, True)  # leaf-1 20: leaf-2 (24) first of the rest
+    assert closest(view, one, "leaf") == "leaf-2"

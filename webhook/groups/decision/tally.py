@@ -36,9 +36,12 @@ class Tally:
         self.sums: list[dict[str, int]] = [{} for _ in LEVELS]  # free GPUs per domain
         self.alloc: list[dict[str, Counts]] = [{} for _ in LEVELS]  # nodes by allocatable GPUs
         self.size: list[dict[str, int]] = [{} for _ in LEVELS]  # allocatable GPUs per domain
+        self.version = 0  # bumps at every change: what `most_free` answered holds until then
+        self._most: tuple[tuple[int, int], dict[int, str | None]] = ((-1, -1), {})
 
     def add(self, where: Sequence[str | None], free: int, gpus: int, by: int = 1) -> None:
         """Count a usable node in (by=1) or out (by=-1) of every domain it is in."""
+        self.version += 1
         for i, domain in enumerate(where):
             if domain is None:
                 continue
@@ -59,6 +62,7 @@ class Tally:
 
     def move(self, where: Sequence[str | None], was: int, now: int) -> None:
         """A node's free GPUs went from `was` to `now` (pods came or went)."""
+        self.version += 1
         for i, domain in enumerate(where):
             if domain is None:
                 continue
@@ -72,6 +76,20 @@ class Tally:
                 sums[domain] = left
             else:
                 sums.pop(domain, None)
+
+    def most_free(self, level: int, order: Mapping[str, int], generation: int) -> str | None:
+        """The domain of the level (its index in LEVELS) with the most free GPUs, the first in
+        fabric order (`order`) among equals. Kept until the tally changes or the fabric does
+        (`generation`): the groups that wait after one event share one pass over the domains
+        (4 ms a group at 65,536 nodes, for every waiting group at each event that frees room)."""
+        key = (self.version, generation)
+        if self._most[0] != key:
+            self._most = (key, {})
+        found = self._most[1]
+        if level not in found:
+            sums = self.sums[level]
+            found[level] = min(sums, key=lambda d: (-sums[d], order.get(d, 0)), default=None)
+        return found[level]
 
 
 def free_for(counts: Mapping[int, int], smallest: int) -> int:

@@ -261,9 +261,8 @@ def _bound(ladder: Ladder, short: int, priority: int) -> tuple[int, int, int] | 
 def closest(view: CapacityView, members: Sequence[Member], level: Level) -> str | None:
     """The domain of the level nearest to holding the group (most usable free GPUs): what a group
     that may not preempt waits on."""
-    free = _free(view, _Fit(view, members), level)
-    order = view.order(level)
-    return min(free, key=lambda d: (-free[d], order.get(d, 0)), default=None)
+    tally = view.tally(m.selector for m in members)
+    return tally.most_free(LEVELS.index(level), view.order(level), view.generation)
 
 
 def describe(plan: Plan, limit: int = 8) -> str:
