@@ -28,6 +28,3 @@ class Due(Generic[K]):
         while self._heap and self._heap[0][0] <= now:
             came.add(heapq.heappop(self._heap)[2])
         return came
-
-    def __len__(self) -> int:
-        return len(self._heap)

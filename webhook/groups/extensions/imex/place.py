@@ -292,6 +292,7 @@ class Imex:
         if not self.pods_listed or not self.book.served:
             return
         fresh = changed is None or self.book.fresh
+        # the groups whose ComputeDomain changed, read before the lifecycle's sweep takes them
         self._remake(groups, None if fresh else {*(changed or ()), *self.book.touched})
         taken = self.channels.taken
         gone = self.domains.sweep(

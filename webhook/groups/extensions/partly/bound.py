@@ -83,7 +83,7 @@ class PartlyBound:
     def relisting(self) -> None:
         """A Pod list begins: every group followed is looked at once (a listed one is also
         among the host's changed; one the list left out is gone)."""
-        self.again |= self.since.keys() | self.overdue
+        self.again |= self.since.keys()  # `overdue` and `preempting` are among them
 
     def prebind(self, cycle: Cycle) -> str:
         """The last point before the gates come off: the group's clock starts."""
